@@ -1,0 +1,46 @@
+# Ferry build targets. `make test` is the test command the README and CI use.
+
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1s
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+GOLANGCI  := $(GOBIN)/golangci-lint
+
+.PHONY: all build test lint fuzz bench tools clean
+
+all: build test
+
+build:
+	$(GO) build ./...
+
+## test: every test with the race detector, never cached.
+test:
+	$(GO) test -race -count=1 ./...
+
+## lint: go vet plus golangci-lint (installed at the pinned version when missing).
+lint: tools
+	$(GO) vet ./...
+	$(GOLANGCI) run ./...
+
+tools:
+	@if ! $(GOLANGCI) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%)"; then \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION)"; \
+		GOBIN=$(GOBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
+
+## fuzz: run every fuzz target of every package for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
+
+## bench: every benchmark, with allocation counts.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+clean:
+	rm -rf bin

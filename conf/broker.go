@@ -1,0 +1,523 @@
+package conf
+
+import (
+	"net"
+	"strconv"
+	"time"
+)
+
+// BrokerRole is a broker's replication role (RocketMQ brokerRole).
+type BrokerRole string
+
+// Broker roles.
+const (
+	// AsyncMaster acknowledges a send once it is stored locally; slaves catch
+	// up asynchronously.
+	AsyncMaster BrokerRole = "ASYNC_MASTER"
+	// SyncMaster acknowledges a send only after a slave has it as well
+	// (or replies FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE).
+	SyncMaster BrokerRole = "SYNC_MASTER"
+	// Slave replicates a master's commit log and serves reads only.
+	Slave BrokerRole = "SLAVE"
+)
+
+// IsMaster reports whether r is ASYNC_MASTER or SYNC_MASTER.
+func (r BrokerRole) IsMaster() bool { return r == AsyncMaster || r == SyncMaster }
+
+// FlushDiskType selects when the commit log is fsynced (RocketMQ
+// flushDiskType).
+type FlushDiskType string
+
+// Flush disk types.
+const (
+	// AsyncFlush fsyncs in the background every FlushInterval; a send is
+	// acknowledged once it is in the page cache.
+	AsyncFlush FlushDiskType = "ASYNC_FLUSH"
+	// SyncFlush acknowledges a send only after a group commit has fsynced it
+	// (or replies FLUSH_DISK_TIMEOUT after SyncFlushTimeout).
+	SyncFlush FlushDiskType = "SYNC_FLUSH"
+)
+
+// WorkerPools sizes the bounded worker pools, one per request class, so a
+// held long poll or a slow fsync never blocks other kinds of request.
+// Defaults suit a small (2-core) machine; workers are goroutines, so the
+// numbers bound concurrency rather than threads.
+type WorkerPools struct {
+	// Send handles SEND_MESSAGE(_V2), batches and send-back. Sync-flush and
+	// sync-master sends hold a worker while they wait, and more waiting
+	// workers make bigger group commits. Default 16. Key
+	// broker.workers.send, env FERRY_BROKER_WORKERS_SEND.
+	Send int `mapstructure:"send"`
+	// Pull handles PULL_MESSAGE. Parked long polls do not hold a worker.
+	// Default 16. Key broker.workers.pull, env FERRY_BROKER_WORKERS_PULL.
+	Pull int `mapstructure:"pull"`
+	// Query handles QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (index and random
+	// reads). Default 8. Key broker.workers.query, env
+	// FERRY_BROKER_WORKERS_QUERY.
+	Query int `mapstructure:"query"`
+	// Admin handles heartbeats, offsets, topic/group management and the other
+	// small requests. Default 8. Key broker.workers.admin, env
+	// FERRY_BROKER_WORKERS_ADMIN.
+	Admin int `mapstructure:"admin"`
+	// Transaction handles END_TRANSACTION. Default 8. Key
+	// broker.workers.transaction, env FERRY_BROKER_WORKERS_TRANSACTION.
+	Transaction int `mapstructure:"transaction"`
+}
+
+// BrokerConfig is the "broker" section: one broker of a broker group
+// (a master and its slaves share BrokerName).
+//
+// Every field's comment gives its default, its key and its environment
+// variable (see EnvVarName). Defaults follow RocketMQ 4.9.7 / 5.x unless the
+// comment says otherwise.
+type BrokerConfig struct {
+	// BrokerName names the broker group. Default "broker-a". Key
+	// broker.brokerName, env FERRY_BROKER_BROKER_NAME.
+	BrokerName string `mapstructure:"brokerName"`
+	// ClusterName is the cluster the group belongs to. Default
+	// "DefaultCluster". Key broker.clusterName, env FERRY_BROKER_CLUSTER_NAME.
+	ClusterName string `mapstructure:"clusterName"`
+	// BrokerID is 0 for a master and > 0 for a slave. Default 0. Key
+	// broker.brokerId, env FERRY_BROKER_BROKER_ID.
+	BrokerID int `mapstructure:"brokerId"`
+	// Role is ASYNC_MASTER, SYNC_MASTER or SLAVE. Default ASYNC_MASTER. Key
+	// broker.brokerRole, env FERRY_BROKER_BROKER_ROLE.
+	Role BrokerRole `mapstructure:"brokerRole"`
+
+	// Listen is the client-facing TCP address (an empty host listens on all
+	// interfaces; port 0 picks a free port). Default "127.0.0.1:10911". Key
+	// broker.listen, env FERRY_BROKER_LISTEN, flag --broker-listen.
+	Listen string `mapstructure:"listen"`
+	// AdvertisedAddr is the host:port written into stored records (store
+	// host, hence offset message ids) and registered in routes; clients
+	// connect to it. Empty means Listen, which then needs a specific host.
+	// Default "". Key broker.advertisedAddr, env FERRY_BROKER_ADVERTISED_ADDR.
+	AdvertisedAddr string `mapstructure:"advertisedAddr"`
+	// NamesrvAddrs lists the name servers to register with. Default
+	// ["127.0.0.1:9876"]. Key broker.namesrvAddrs, env
+	// FERRY_BROKER_NAMESRV_ADDRS (separated by ';' or ','), flag
+	// --namesrv-addr.
+	NamesrvAddrs []string `mapstructure:"namesrvAddrs"`
+	// RegisterInterval is the period of re-registration with the name
+	// servers; it must be shorter than their broker expiry (120 s). Default
+	// 30s. Key broker.registerInterval, env FERRY_BROKER_REGISTER_INTERVAL.
+	RegisterInterval time.Duration `mapstructure:"registerInterval"`
+	// MaxFrameSize is the largest remoting frame accepted, in bytes; it must
+	// leave 64 KiB beyond MaxMessageSize for headers. Default 16MiB. Key
+	// broker.maxFrameSize, env FERRY_BROKER_MAX_FRAME_SIZE.
+	MaxFrameSize int64 `mapstructure:"maxFrameSize"`
+	// IdleTimeout closes a connection idle for this long. Default 120s. Key
+	// broker.idleTimeout, env FERRY_BROKER_IDLE_TIMEOUT.
+	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
+	// Workers sizes the request worker pools. Keys broker.workers.*.
+	Workers WorkerPools `mapstructure:"workers"`
+
+	// DataDir is the store root (commitlog/, consumequeue/, index/, config/,
+	// checkpoint, abort). Default "./data". Key broker.dataDir, env
+	// FERRY_BROKER_DATA_DIR, flag --data-dir.
+	DataDir string `mapstructure:"dataDir"`
+	// FlushDiskType is ASYNC_FLUSH or SYNC_FLUSH. Default ASYNC_FLUSH. Key
+	// broker.flushDiskType, env FERRY_BROKER_FLUSH_DISK_TYPE.
+	FlushDiskType FlushDiskType `mapstructure:"flushDiskType"`
+	// FlushInterval is the ASYNC_FLUSH flusher period
+	// (flushIntervalCommitLog). Default 500ms. Key broker.flushInterval, env
+	// FERRY_BROKER_FLUSH_INTERVAL.
+	FlushInterval time.Duration `mapstructure:"flushInterval"`
+	// FlushLeastPages is the minimum number of dirty 4 KiB pages an
+	// ASYNC_FLUSH round flushes (0 = any). Default 4. Key
+	// broker.flushLeastPages, env FERRY_BROKER_FLUSH_LEAST_PAGES.
+	FlushLeastPages int `mapstructure:"flushLeastPages"`
+	// FlushThoroughInterval forces an ASYNC_FLUSH round to flush everything
+	// regardless of FlushLeastPages at least this often. Default 10s. Key
+	// broker.flushThoroughInterval, env FERRY_BROKER_FLUSH_THOROUGH_INTERVAL.
+	FlushThoroughInterval time.Duration `mapstructure:"flushThoroughInterval"`
+	// SyncFlushTimeout bounds a SYNC_FLUSH send's wait for its group commit
+	// (then FLUSH_DISK_TIMEOUT). Default 5s. Key broker.syncFlushTimeout, env
+	// FERRY_BROKER_SYNC_FLUSH_TIMEOUT.
+	SyncFlushTimeout time.Duration `mapstructure:"syncFlushTimeout"`
+	// CommitLogSegmentSize is the size of each commit log file
+	// (mappedFileSizeCommitLog); it must hold MaxMessageSize plus 64 KiB.
+	// Changing it for an existing store is not supported. Default 1GiB. Key
+	// broker.commitLogSegmentSize, env FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE.
+	CommitLogSegmentSize int64 `mapstructure:"commitLogSegmentSize"`
+	// ConsumeQueueUnitsPerFile is the number of 20-byte units per consume
+	// queue file (300,000 = 6,000,000 bytes). Default 300000. Key
+	// broker.consumeQueueUnitsPerFile, env
+	// FERRY_BROKER_CONSUME_QUEUE_UNITS_PER_FILE.
+	ConsumeQueueUnitsPerFile int `mapstructure:"consumeQueueUnitsPerFile"`
+	// MaxMessageSize is the largest stored message body in bytes. Default
+	// 4MiB. Key broker.maxMessageSize, env FERRY_BROKER_MAX_MESSAGE_SIZE.
+	MaxMessageSize int64 `mapstructure:"maxMessageSize"`
+
+	// FileReservedTime is how long a commit log segment is kept after its
+	// last write before cleanup may delete it (fileReservedTime, 72 h).
+	// Default 72h. Key broker.fileReservedTime, env
+	// FERRY_BROKER_FILE_RESERVED_TIME.
+	FileReservedTime time.Duration `mapstructure:"fileReservedTime"`
+	// DeleteWhen lists the local hours, ';'-separated, in which expired
+	// segments are deleted (see ParseDeleteWhen). Default "04". Key
+	// broker.deleteWhen, env FERRY_BROKER_DELETE_WHEN.
+	DeleteWhen string `mapstructure:"deleteWhen"`
+	// DiskMaxUsedRatio is the disk usage percentage above which expired
+	// segments are deleted at any hour (diskMaxUsedSpaceRatio). Default 75.
+	// Key broker.diskMaxUsedRatio, env FERRY_BROKER_DISK_MAX_USED_RATIO.
+	DiskMaxUsedRatio int `mapstructure:"diskMaxUsedRatio"`
+	// DiskForceCleanRatio is the usage percentage above which the oldest
+	// segments are deleted even if not expired (diskSpaceCleanForciblyRatio).
+	// Must be >= DiskMaxUsedRatio; 100 disables forced cleaning. Default 85.
+	// Key broker.diskForceCleanRatio, env FERRY_BROKER_DISK_FORCE_CLEAN_RATIO.
+	DiskForceCleanRatio int `mapstructure:"diskForceCleanRatio"`
+	// DiskFullRatio is the usage percentage above which the store counts as
+	// full and rejects sends with SERVICE_NOT_AVAILABLE until usage drops
+	// (diskSpaceWarningLevelRatio). Must be >= DiskMaxUsedRatio. Default 90.
+	// Key broker.diskFullRatio, env FERRY_BROKER_DISK_FULL_RATIO.
+	DiskFullRatio int `mapstructure:"diskFullRatio"`
+
+	// AutoCreateTopic creates a topic on its first send using the TBW102
+	// template (autoCreateTopicEnable). Default true. Key
+	// broker.autoCreateTopic, env FERRY_BROKER_AUTO_CREATE_TOPIC.
+	AutoCreateTopic bool `mapstructure:"autoCreateTopic"`
+	// DefaultTopicQueueNums is the queue count of the TBW102 template, which
+	// caps auto-created topics: a topic gets min(the producer's request,
+	// this). RocketMQ's broker default is 8; the Go client always requests 4.
+	// Default 8. Key broker.defaultTopicQueueNums, env
+	// FERRY_BROKER_DEFAULT_TOPIC_QUEUE_NUMS.
+	DefaultTopicQueueNums int `mapstructure:"defaultTopicQueueNums"`
+
+	// LongPollingEnable parks a pull that finds nothing until a message
+	// arrives or the client's suspend timeout passes. Default true. Key
+	// broker.longPollingEnable, env FERRY_BROKER_LONG_POLLING_ENABLE.
+	LongPollingEnable bool `mapstructure:"longPollingEnable"`
+	// ShortPollingTimeout is how long an empty pull is parked when long
+	// polling is disabled (shortPollingTimeMills). Default 1s. Key
+	// broker.shortPollingTimeout, env FERRY_BROKER_SHORT_POLLING_TIMEOUT.
+	ShortPollingTimeout time.Duration `mapstructure:"shortPollingTimeout"`
+	// DelayLevels is the delay of each message delay level (level n = n-th
+	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key
+	// broker.delayLevels, env FERRY_BROKER_DELAY_LEVELS.
+	DelayLevels string `mapstructure:"delayLevels"`
+	// MaxReconsumeTimes is how many redeliveries a consumer group gets before
+	// a message goes to %DLQ% when the client does not say (retryMaxTimes).
+	// Default 16. Key broker.maxReconsumeTimes, env
+	// FERRY_BROKER_MAX_RECONSUME_TIMES.
+	MaxReconsumeTimes int `mapstructure:"maxReconsumeTimes"`
+
+	// TransactionTimeout is the age a half message must reach before the
+	// broker asks its producer for the outcome (transactionTimeOut). Default
+	// 6s. Key broker.transactionTimeout, env FERRY_BROKER_TRANSACTION_TIMEOUT.
+	TransactionTimeout time.Duration `mapstructure:"transactionTimeout"`
+	// TransactionCheckInterval is the period of the check-back scan. Default
+	// 30s, as RocketMQ 5.x (4.x used 60 s). A shorter period resolves
+	// orphaned transactions sooner, but every round re-puts each unresolved
+	// half message into the commit log and counts one check against
+	// TransactionCheckMax, so the time a producer group may be down before its
+	// half messages are discarded is about TransactionCheckMax x this period
+	// (7.5 min with the defaults); we keep 30s for that margin. Tests should
+	// set a short period explicitly. Key broker.transactionCheckInterval, env
+	// FERRY_BROKER_TRANSACTION_CHECK_INTERVAL.
+	TransactionCheckInterval time.Duration `mapstructure:"transactionCheckInterval"`
+	// TransactionCheckMax is the number of checks after which a half message
+	// is discarded to TRANS_CHECK_MAX_TIME_TOPIC. Default 15. Key
+	// broker.transactionCheckMax, env FERRY_BROKER_TRANSACTION_CHECK_MAX.
+	TransactionCheckMax int `mapstructure:"transactionCheckMax"`
+
+	// HAListen is the address masters accept slave replication connections
+	// on. Empty means Listen's host with Listen's port + 1 (10912), see
+	// EffectiveHAListen. Default "". Key broker.haListen, env
+	// FERRY_BROKER_HA_LISTEN.
+	HAListen string `mapstructure:"haListen"`
+	// HAMasterAddr is the master's HA address a SLAVE connects to; required
+	// for, and only allowed on, a SLAVE. Default "". Key broker.haMasterAddr,
+	// env FERRY_BROKER_HA_MASTER_ADDR.
+	HAMasterAddr string `mapstructure:"haMasterAddr"`
+	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave
+	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). Default 3s.
+	// Key broker.haSlaveTimeout, env FERRY_BROKER_HA_SLAVE_TIMEOUT.
+	HASlaveTimeout time.Duration `mapstructure:"haSlaveTimeout"`
+	// HASlaveFallbehindMax is how far, in bytes, the best slave may lag
+	// before a SYNC_MASTER send replies SLAVE_NOT_AVAILABLE without waiting
+	// (haSlaveFallbehindMax). Default 256MiB. Key broker.haSlaveFallbehindMax,
+	// env FERRY_BROKER_HA_SLAVE_FALLBEHIND_MAX.
+	HASlaveFallbehindMax int64 `mapstructure:"haSlaveFallbehindMax"`
+
+	// LogLevel overrides log.level for the broker; empty inherits it. Default
+	// "". Key broker.logLevel, env FERRY_BROKER_LOG_LEVEL.
+	LogLevel string `mapstructure:"logLevel"`
+}
+
+// DefaultBrokerConfig returns the documented defaults of the broker: an
+// ASYNC_MASTER with ASYNC_FLUSH on 127.0.0.1:10911 registering with a name
+// server on 127.0.0.1:9876.
+func DefaultBrokerConfig() BrokerConfig {
+	return BrokerConfig{
+		BrokerName:       "broker-a",
+		ClusterName:      "DefaultCluster",
+		BrokerID:         0,
+		Role:             AsyncMaster,
+		Listen:           "127.0.0.1:10911",
+		NamesrvAddrs:     []string{"127.0.0.1:9876"},
+		RegisterInterval: 30 * time.Second,
+		MaxFrameSize:     16 * MiB,
+		IdleTimeout:      120 * time.Second,
+		Workers: WorkerPools{
+			Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8,
+		},
+		DataDir:                  "./data",
+		FlushDiskType:            AsyncFlush,
+		FlushInterval:            500 * time.Millisecond,
+		FlushLeastPages:          4,
+		FlushThoroughInterval:    10 * time.Second,
+		SyncFlushTimeout:         5 * time.Second,
+		CommitLogSegmentSize:     1 * GiB,
+		ConsumeQueueUnitsPerFile: 300000,
+		MaxMessageSize:           4 * MiB,
+		FileReservedTime:         72 * time.Hour,
+		DeleteWhen:               "04",
+		DiskMaxUsedRatio:         75,
+		DiskForceCleanRatio:      85,
+		DiskFullRatio:            90,
+		AutoCreateTopic:          true,
+		DefaultTopicQueueNums:    8,
+		LongPollingEnable:        true,
+		ShortPollingTimeout:      time.Second,
+		DelayLevels:              DefaultDelayLevels,
+		MaxReconsumeTimes:        16,
+		TransactionTimeout:       6 * time.Second,
+		TransactionCheckInterval: 30 * time.Second,
+		TransactionCheckMax:      15,
+		HASlaveTimeout:           3 * time.Second,
+		HASlaveFallbehindMax:     256 * MiB,
+	}
+}
+
+// recordOverhead is the room a frame or a segment needs beyond the largest
+// body: the broker's encode buffer is maxMessageSize + 64 KiB.
+const recordOverhead = 64 * KiB
+
+// Validate checks every field and the combinations between them. The
+// returned error names the offending key ("broker.<field>") and wraps
+// ErrInvalidConfig.
+func (c BrokerConfig) Validate() error {
+	for _, check := range []func() error{
+		c.validateIdentity, c.validateNetwork, c.validateStore,
+		c.validateMessaging, c.validateHA,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return checkLogLevel("broker.logLevel", c.LogLevel, true)
+}
+
+func (c BrokerConfig) validateIdentity() error {
+	if err := checkName("broker.brokerName", c.BrokerName); err != nil {
+		return err
+	}
+	if err := checkName("broker.clusterName", c.ClusterName); err != nil {
+		return err
+	}
+	switch c.Role {
+	case AsyncMaster, SyncMaster:
+		if c.BrokerID != 0 {
+			return invalid("broker.brokerId", "must be 0 for a %s, got %d", c.Role, c.BrokerID)
+		}
+	case Slave:
+		if c.BrokerID <= 0 {
+			return invalid("broker.brokerId", "must be greater than 0 for a SLAVE, got %d", c.BrokerID)
+		}
+	default:
+		return invalid("broker.brokerRole", "must be ASYNC_MASTER, SYNC_MASTER or SLAVE, got %q", c.Role)
+	}
+	return nil
+}
+
+func (c BrokerConfig) validateNetwork() error {
+	if err := checkListenAddr("broker.listen", c.Listen); err != nil {
+		return err
+	}
+	if c.AdvertisedAddr != "" {
+		if err := checkDialAddr("broker.advertisedAddr", c.AdvertisedAddr); err != nil {
+			return err
+		}
+	} else if host, _, _ := splitHostPort(c.Listen); host == "" || net.ParseIP(host).IsUnspecified() {
+		return invalid("broker.advertisedAddr", "must be set when broker.listen (%q) has no specific host", c.Listen)
+	}
+	if len(c.NamesrvAddrs) == 0 {
+		return invalid("broker.namesrvAddrs", "must list at least one name server")
+	}
+	for _, a := range c.NamesrvAddrs {
+		if err := checkDialAddr("broker.namesrvAddrs", a); err != nil {
+			return err
+		}
+	}
+	if err := checkPositiveDuration("broker.registerInterval", c.RegisterInterval); err != nil {
+		return err
+	}
+	if err := checkFrameSize("broker.maxFrameSize", c.MaxFrameSize); err != nil {
+		return err
+	}
+	if err := checkPositiveDuration("broker.idleTimeout", c.IdleTimeout); err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		key string
+		n   int
+	}{
+		{"broker.workers.send", c.Workers.Send},
+		{"broker.workers.pull", c.Workers.Pull},
+		{"broker.workers.query", c.Workers.Query},
+		{"broker.workers.admin", c.Workers.Admin},
+		{"broker.workers.transaction", c.Workers.Transaction},
+	} {
+		if w.n < 1 || w.n > 4096 {
+			return invalid(w.key, "must be from 1 to 4096, got %d", w.n)
+		}
+	}
+	return nil
+}
+
+func (c BrokerConfig) validateStore() error {
+	if c.DataDir == "" {
+		return invalid("broker.dataDir", "must not be empty")
+	}
+	if c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush {
+		return invalid("broker.flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH, got %q", c.FlushDiskType)
+	}
+	if err := checkPositiveDuration("broker.flushInterval", c.FlushInterval); err != nil {
+		return err
+	}
+	if c.FlushLeastPages < 0 {
+		return invalid("broker.flushLeastPages", "must not be negative, got %d", c.FlushLeastPages)
+	}
+	if err := checkPositiveDuration("broker.flushThoroughInterval", c.FlushThoroughInterval); err != nil {
+		return err
+	}
+	if err := checkPositiveDuration("broker.syncFlushTimeout", c.SyncFlushTimeout); err != nil {
+		return err
+	}
+	if err := checkPositive("broker.maxMessageSize", c.MaxMessageSize); err != nil {
+		return err
+	}
+	if c.CommitLogSegmentSize < c.MaxMessageSize+recordOverhead {
+		return invalid("broker.commitLogSegmentSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",
+			c.MaxMessageSize+recordOverhead, c.CommitLogSegmentSize)
+	}
+	if c.MaxFrameSize < c.MaxMessageSize+recordOverhead {
+		return invalid("broker.maxFrameSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",
+			c.MaxMessageSize+recordOverhead, c.MaxFrameSize)
+	}
+	if c.ConsumeQueueUnitsPerFile < 1 {
+		return invalid("broker.consumeQueueUnitsPerFile", "must be greater than 0, got %d", c.ConsumeQueueUnitsPerFile)
+	}
+	if err := checkPositiveDuration("broker.fileReservedTime", c.FileReservedTime); err != nil {
+		return err
+	}
+	if _, err := ParseDeleteWhen(c.DeleteWhen); err != nil {
+		return invalid("broker.deleteWhen", "%v (got %q)", err, c.DeleteWhen)
+	}
+	if err := checkPercent("broker.diskMaxUsedRatio", c.DiskMaxUsedRatio); err != nil {
+		return err
+	}
+	if err := checkPercent("broker.diskForceCleanRatio", c.DiskForceCleanRatio); err != nil {
+		return err
+	}
+	if err := checkPercent("broker.diskFullRatio", c.DiskFullRatio); err != nil {
+		return err
+	}
+	if c.DiskForceCleanRatio < c.DiskMaxUsedRatio {
+		return invalid("broker.diskForceCleanRatio", "must be at least broker.diskMaxUsedRatio (%d), got %d",
+			c.DiskMaxUsedRatio, c.DiskForceCleanRatio)
+	}
+	if c.DiskFullRatio < c.DiskMaxUsedRatio {
+		return invalid("broker.diskFullRatio", "must be at least broker.diskMaxUsedRatio (%d), got %d",
+			c.DiskMaxUsedRatio, c.DiskFullRatio)
+	}
+	return nil
+}
+
+func (c BrokerConfig) validateMessaging() error {
+	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
+		return invalid("broker.defaultTopicQueueNums", "must be from 1 to 1024, got %d", c.DefaultTopicQueueNums)
+	}
+	if err := checkPositiveDuration("broker.shortPollingTimeout", c.ShortPollingTimeout); err != nil {
+		return err
+	}
+	if _, err := ParseDelayLevels(c.DelayLevels); err != nil {
+		return invalid("broker.delayLevels", "%v (got %q)", err, c.DelayLevels)
+	}
+	if c.MaxReconsumeTimes < 0 {
+		return invalid("broker.maxReconsumeTimes", "must not be negative, got %d", c.MaxReconsumeTimes)
+	}
+	if err := checkPositiveDuration("broker.transactionTimeout", c.TransactionTimeout); err != nil {
+		return err
+	}
+	if err := checkPositiveDuration("broker.transactionCheckInterval", c.TransactionCheckInterval); err != nil {
+		return err
+	}
+	if c.TransactionCheckMax < 1 {
+		return invalid("broker.transactionCheckMax", "must be greater than 0, got %d", c.TransactionCheckMax)
+	}
+	return nil
+}
+
+func (c BrokerConfig) validateHA() error {
+	if c.HAListen != "" {
+		if err := checkListenAddr("broker.haListen", c.HAListen); err != nil {
+			return err
+		}
+	} else if _, port, _ := splitHostPort(c.Listen); port == 65535 {
+		return invalid("broker.haListen", "must be set when broker.listen uses port 65535 (the default is the listen port + 1)")
+	}
+	if c.HAListen != "" && c.HAListen == c.Listen {
+		if _, port, _ := splitHostPort(c.Listen); port != 0 {
+			return invalid("broker.haListen", "must differ from broker.listen (%q)", c.Listen)
+		}
+	}
+	if c.Role == Slave {
+		if c.HAMasterAddr == "" {
+			return invalid("broker.haMasterAddr", "must be set for a SLAVE (the master's HA address)")
+		}
+		if err := checkDialAddr("broker.haMasterAddr", c.HAMasterAddr); err != nil {
+			return err
+		}
+	} else if c.HAMasterAddr != "" {
+		return invalid("broker.haMasterAddr", "is only valid for a SLAVE, but broker.brokerRole is %s", c.Role)
+	}
+	if err := checkPositiveDuration("broker.haSlaveTimeout", c.HASlaveTimeout); err != nil {
+		return err
+	}
+	return checkPositive("broker.haSlaveFallbehindMax", c.HASlaveFallbehindMax)
+}
+
+// EffectiveAdvertisedAddr is the address clients and records use:
+// AdvertisedAddr, or Listen when that is empty. With port 0 in Listen the
+// broker must substitute the port it actually bound.
+func (c BrokerConfig) EffectiveAdvertisedAddr() string {
+	if c.AdvertisedAddr != "" {
+		return c.AdvertisedAddr
+	}
+	return c.Listen
+}
+
+// EffectiveHAListen is the HA listen address: HAListen, or Listen's host
+// with Listen's port + 1 (RocketMQ's haListenPort). A Listen port of 0 gives
+// port 0 (any free port). It returns "" only if Listen does not parse, which
+// Validate rejects.
+func (c BrokerConfig) EffectiveHAListen() string {
+	if c.HAListen != "" {
+		return c.HAListen
+	}
+	host, port, err := splitHostPort(c.Listen)
+	if err != nil {
+		return ""
+	}
+	if port != 0 {
+		port++
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// DelayLevelDurations parses DelayLevels (see ParseDelayLevels).
+func (c BrokerConfig) DelayLevelDurations() ([]time.Duration, error) {
+	return ParseDelayLevels(c.DelayLevels)
+}

@@ -1,0 +1,76 @@
+package conf
+
+import "time"
+
+// NameServerConfig is the "namesrv" section: the route server that brokers
+// register with and clients ask for topic routes.
+//
+// Every field's comment gives its default, its key and its environment
+// variable (see EnvVarName).
+type NameServerConfig struct {
+	// Listen is the TCP address the name server listens on (host:port; an
+	// empty host listens on every interface, port 0 picks a free port).
+	// Default "127.0.0.1:9876". Key namesrv.listen, env FERRY_NAMESRV_LISTEN,
+	// flag --namesrv-listen.
+	Listen string `mapstructure:"listen"`
+
+	// BrokerExpiry is how long a broker stays in the route table without
+	// re-registering (RocketMQ: 120 s). Default 120s. Key namesrv.brokerExpiry,
+	// env FERRY_NAMESRV_BROKER_EXPIRY.
+	BrokerExpiry time.Duration `mapstructure:"brokerExpiry"`
+
+	// ScanInterval is how often expired brokers are swept (RocketMQ: 5 s). It
+	// must be shorter than BrokerExpiry. Default 5s. Key namesrv.scanInterval,
+	// env FERRY_NAMESRV_SCAN_INTERVAL.
+	ScanInterval time.Duration `mapstructure:"scanInterval"`
+
+	// LogLevel overrides log.level for the name server; empty inherits it.
+	// Default "". Key namesrv.logLevel, env FERRY_NAMESRV_LOG_LEVEL.
+	LogLevel string `mapstructure:"logLevel"`
+
+	// MaxFrameSize is the largest remoting frame accepted, in bytes (RocketMQ
+	// rejects frames over 16 MiB). Default 16MiB. Key namesrv.maxFrameSize,
+	// env FERRY_NAMESRV_MAX_FRAME_SIZE.
+	MaxFrameSize int64 `mapstructure:"maxFrameSize"`
+
+	// IdleTimeout closes a connection that has carried no traffic for this
+	// long (clients and Netty use 120 s). Default 120s. Key
+	// namesrv.idleTimeout, env FERRY_NAMESRV_IDLE_TIMEOUT.
+	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
+}
+
+// DefaultNameServerConfig returns the documented defaults of the name server.
+func DefaultNameServerConfig() NameServerConfig {
+	return NameServerConfig{
+		Listen:       "127.0.0.1:9876",
+		BrokerExpiry: 120 * time.Second,
+		ScanInterval: 5 * time.Second,
+		MaxFrameSize: 16 * MiB,
+		IdleTimeout:  120 * time.Second,
+	}
+}
+
+// Validate checks every field. The returned error names the offending key
+// ("namesrv.<field>") and wraps ErrInvalidConfig.
+func (c NameServerConfig) Validate() error {
+	if err := checkListenAddr("namesrv.listen", c.Listen); err != nil {
+		return err
+	}
+	if err := checkPositiveDuration("namesrv.brokerExpiry", c.BrokerExpiry); err != nil {
+		return err
+	}
+	if err := checkPositiveDuration("namesrv.scanInterval", c.ScanInterval); err != nil {
+		return err
+	}
+	if c.ScanInterval >= c.BrokerExpiry {
+		return invalid("namesrv.scanInterval", "must be shorter than namesrv.brokerExpiry (%s), got %s",
+			c.BrokerExpiry, c.ScanInterval)
+	}
+	if err := checkLogLevel("namesrv.logLevel", c.LogLevel, true); err != nil {
+		return err
+	}
+	if err := checkFrameSize("namesrv.maxFrameSize", c.MaxFrameSize); err != nil {
+		return err
+	}
+	return checkPositiveDuration("namesrv.idleTimeout", c.IdleTimeout)
+}

@@ -1,0 +1,78 @@
+package conf
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+func loadSample(t *testing.T, name string) *Config {
+	t.Helper()
+	cfg, err := Load(LoadOptions{ConfigFile: name, LookupEnv: envMap(nil)})
+	require.NoError(t, err, name)
+	return cfg
+}
+
+func TestSamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	sort.Strings(files)
+	require.Subset(t, files, []string{"namesrv.yaml", "broker.yaml", "standalone.yaml", "broker-sync.yaml"})
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			require.NoError(t, loadSample(t, f).Validate())
+		})
+	}
+}
+
+func TestSampleBrokerIsDefaults(t *testing.T) {
+	cfg := loadSample(t, "broker.yaml")
+	require.Equal(t, DefaultConfig(), *cfg)
+
+	// broker.yaml lists every broker and log key.
+	data, err := os.ReadFile("broker.yaml")
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, yaml.Unmarshal(data, &m))
+	present := map[string]bool{}
+	var flatten func(prefix string, m map[string]any)
+	flatten = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				flatten(prefix+k+".", sub)
+				continue
+			}
+			present[prefix+k] = true
+		}
+	}
+	flatten("", m)
+	for _, k := range Keys() {
+		if strings.HasPrefix(k, "broker.") || strings.HasPrefix(k, "log.") {
+			require.True(t, present[k], "broker.yaml lacks %s", k)
+		}
+	}
+}
+
+func TestSampleNameServerIsDefaults(t *testing.T) {
+	cfg := loadSample(t, "namesrv.yaml")
+	require.Equal(t, DefaultConfig(), *cfg)
+}
+
+func TestSampleProfiles(t *testing.T) {
+	sync := loadSample(t, "broker-sync.yaml").Broker
+	require.Equal(t, SyncMaster, sync.Role)
+	require.Equal(t, SyncFlush, sync.FlushDiskType)
+
+	slave := loadSample(t, "broker-slave.yaml").Broker
+	require.Equal(t, Slave, slave.Role)
+	require.Equal(t, sync.BrokerName, slave.BrokerName)
+	require.Equal(t, sync.EffectiveHAListen(), slave.HAMasterAddr)
+
+	st := loadSample(t, "standalone.yaml")
+	require.Contains(t, st.Broker.NamesrvAddrs, st.NameServer.Listen)
+}

@@ -1,0 +1,43 @@
+// Package protocol defines the RocketMQ 4.x remoting vocabulary that Ferry
+// speaks: request and response codes, system topic and group names, and the
+// typed "custom headers" and JSON bodies carried by remoting commands.
+//
+// The package is pure data mapping. It knows nothing about frames,
+// connections or handlers; the remoting layer owns the command envelope
+// (code, language, version, opaque, flag, remark, extFields, body) and the
+// broker, name server and client packages decide what a request means.
+//
+// # Custom headers (extFields)
+//
+// Every header type implements [Header]: EncodeExt writes its fields into a
+// command's extFields map and DecodeExt reads them back. The conventions are
+// the ones the official clients use on the wire:
+//
+//   - every value is a string; numbers are decimal ("42", "-1"), booleans are
+//     "true"/"false" (decoding accepts any letter case);
+//   - a required field that is absent yields a [*FieldError] wrapping
+//     [ErrMissingField]; a value that cannot be parsed yields one wrapping
+//     [ErrBadField]. For numeric and boolean fields an empty value counts as
+//     absent, because the ROCKETMQ binary header codec of Java peers turns
+//     empty strings into nulls. A present but empty string field is accepted;
+//     whether it is meaningful is the handler's decision;
+//   - optional fields that are absent decode to their zero value unless the
+//     field's documentation names another default;
+//   - unknown keys are ignored, so Java 5.x extras (ns, nsd, oway, lo, ACL
+//     signatures, …) pass through harmlessly;
+//   - encoders always write required fields and write optional fields only
+//     when they differ from their zero value, except where a type documents
+//     that it mirrors the Go client byte for byte (the send request header).
+//
+// # Bodies
+//
+// Route, cluster, topic-list, broker-registration, heartbeat and
+// consumer-list bodies are JSON. Encoders are compact and deterministic.
+// Decoders accept what Java (fastjson) writes, including maps with bare
+// integer keys such as {0:"10.0.0.5:10911"}, and return empty collections as
+// nil so that decode(encode(x)) is stable.
+//
+// The route encoder follows the strict rules the Go client's hand-written
+// route parser imposes (no whitespace inside brokerAddrs, brokerAddrs always
+// present, quoted keys, addresses free of ',' and '"').
+package protocol

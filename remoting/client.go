@@ -1,0 +1,440 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// DialTimeout bounds connecting to a server.
+	DialTimeout time.Duration
+	// RequestTimeout applies to Invoke and InvokeAsync calls whose context has no deadline.
+	RequestTimeout time.Duration
+	// WriteTimeout bounds one socket write.
+	WriteTimeout time.Duration
+	// ConnsPerAddr is the number of connections kept per server address; requests are spread
+	// over them round-robin. The official clients use one.
+	ConnsPerAddr int
+	// MaxFrameSize bounds the frames the client accepts.
+	MaxFrameSize int
+	// SerializeType is the header codec of the requests the client sends.
+	SerializeType SerializeType
+	// HandlerConcurrency bounds the server-initiated requests handled at once.
+	HandlerConcurrency int
+	// Logger receives connection errors.
+	Logger zerolog.Logger
+}
+
+// DefaultClientOptions returns options with one JSON connection per address, 3 s dial and
+// request timeouts and a 16 MiB frame limit.
+func DefaultClientOptions() ClientOptions {
+	return ClientOptions{
+		DialTimeout:        3 * time.Second,
+		RequestTimeout:     3 * time.Second,
+		WriteTimeout:       10 * time.Second,
+		ConnsPerAddr:       1,
+		MaxFrameSize:       DefaultMaxFrameSize,
+		SerializeType:      SerializeJSON,
+		HandlerConcurrency: 64,
+		Logger:             zerolog.Nop(),
+	}
+}
+
+// Validate reports the first invalid option.
+func (o *ClientOptions) Validate() error {
+	switch {
+	case o.DialTimeout <= 0, o.RequestTimeout <= 0, o.WriteTimeout <= 0:
+		return fmt.Errorf("remoting: client timeouts must be positive")
+	case o.ConnsPerAddr <= 0:
+		return fmt.Errorf("remoting: ConnsPerAddr must be positive, got %d", o.ConnsPerAddr)
+	case o.MaxFrameSize < frameFixed:
+		return fmt.Errorf("remoting: MaxFrameSize %d is too small", o.MaxFrameSize)
+	case !o.SerializeType.valid():
+		return fmt.Errorf("remoting: %w: %d", ErrUnknownSerializeType, o.SerializeType)
+	case o.HandlerConcurrency <= 0:
+		return fmt.Errorf("remoting: HandlerConcurrency must be positive, got %d", o.HandlerConcurrency)
+	}
+	return nil
+}
+
+// Client sends requests to remoting servers over multiplexed connections (standard net
+// package, so it runs everywhere) and serves the requests servers send back to it.
+type Client struct {
+	opts   ClientOptions
+	log    zerolog.Logger
+	codec  Codec
+	opaque atomic.Int32
+	nextID atomic.Uint64
+	sem    chan struct{}
+	ctx    context.Context // handed to handlers; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // reader loops and handler goroutines
+
+	mu struct {
+		sync.Mutex
+		addrs    map[string]*addrConns
+		handlers map[int16]Handler
+		closed   bool
+	}
+}
+
+// addrConns holds the connection slots of one address.
+type addrConns struct {
+	dial  sync.Mutex
+	rr    atomic.Uint32
+	slots []atomic.Pointer[clientConn]
+}
+
+// NewClient validates opts and returns a Client. Connections are opened on first use.
+func NewClient(opts ClientOptions) (*Client, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		opts: opts,
+		log:  opts.Logger.With().Str("component", "remoting-client").Logger(),
+		sem:  make(chan struct{}, opts.HandlerConcurrency),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.addrs = make(map[string]*addrConns)
+	c.mu.handlers = make(map[int16]Handler)
+	return c, nil
+}
+
+// Handle registers h for server-initiated requests with the given code.
+func (c *Client) Handle(code int16, h Handler) {
+	c.mu.Lock()
+	c.mu.handlers[code] = h
+	c.mu.Unlock()
+}
+
+// Invoke sends req to addr and waits for the response, until ctx ends or, when ctx has no
+// deadline, RequestTimeout passes.
+func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return cc.invoke(ctx, req)
+}
+
+// InvokeAsync sends req to addr and calls cb once with the response or an error (ErrTimeout
+// when nothing arrives by ctx's deadline or RequestTimeout). cb runs on a connection or
+// timer goroutine and must not block. An error returned here means cb will not be called.
+func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	timeout := c.opts.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	c.prepareRequest(req, 0)
+	call := &pendingCall{cb: cb}
+	if err := cc.pending.add(req.Opaque, call); err != nil {
+		return err
+	}
+	opaque := req.Opaque
+	call.timer.Store(time.AfterFunc(timeout, func() {
+		if p := cc.pending.take(opaque); p != nil {
+			p.finish(nil, fmt.Errorf("%w after %v", ErrTimeout, timeout))
+		}
+	}))
+	if err := cc.write(req); err != nil {
+		if p := cc.pending.take(opaque); p != nil {
+			p.stopTimer()
+			return err
+		}
+	}
+	return nil
+}
+
+// InvokeOneway sends req to addr with the oneway flag and returns once it is written.
+func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	c.prepareRequest(req, FlagOneway)
+	return cc.write(req)
+}
+
+// Close closes every connection, fails outstanding calls with ErrConnClosed and waits for
+// the client's goroutines. It is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	addrs := c.mu.addrs
+	c.mu.addrs = nil
+	c.mu.Unlock()
+	c.cancel()
+	for _, ac := range addrs {
+		for i := range ac.slots {
+			if cc := ac.slots[i].Load(); cc != nil {
+				_ = cc.Close()
+			}
+		}
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// prepareRequest assigns an opaque and the client's serialize type.
+func (c *Client) prepareRequest(req *Command, flag int32) {
+	req.Opaque = c.opaque.Add(1)
+	req.Flag = req.Flag&^(FlagResponse|FlagOneway) | flag
+	req.SerializeType = c.opts.SerializeType
+}
+
+// conn returns a live connection to addr, dialing one if its slot is empty or broken.
+func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	ac := c.mu.addrs[addr]
+	if ac == nil {
+		ac = &addrConns{slots: make([]atomic.Pointer[clientConn], c.opts.ConnsPerAddr)}
+		c.mu.addrs[addr] = ac
+	}
+	c.mu.Unlock()
+	slot := &ac.slots[int(ac.rr.Add(1))%len(ac.slots)]
+	if cc := slot.Load(); cc != nil && !cc.isClosed() {
+		return cc, nil
+	}
+	ac.dial.Lock()
+	defer ac.dial.Unlock()
+	if cc := slot.Load(); cc != nil && !cc.isClosed() {
+		return cc, nil
+	}
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnClosed, addr, err)
+	}
+	cc := newClientConn(c, nc)
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return nil, ErrClosed
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	slot.Store(cc)
+	go func() {
+		defer c.wg.Done()
+		cc.readLoop()
+	}()
+	return cc, nil
+}
+
+// clientConn is one connection of a Client.
+type clientConn struct {
+	cl        *Client
+	nc        net.Conn
+	id        uint64
+	remote    string
+	local     string
+	pending   *pendingTable
+	out       outQueue
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func newClientConn(cl *Client, nc net.Conn) *clientConn {
+	cc := &clientConn{
+		cl:      cl,
+		nc:      nc,
+		id:      cl.nextID.Add(1),
+		remote:  nc.RemoteAddr().String(),
+		local:   nc.LocalAddr().String(),
+		pending: newPendingTable(),
+		done:    make(chan struct{}),
+	}
+	cc.out = outQueue{codec: &cl.codec, flush: cc.flushVec}
+	return cc
+}
+
+// flushVec writes vectors with one writev.
+func (cc *clientConn) flushVec(vec [][]byte) error {
+	_ = cc.nc.SetWriteDeadline(time.Now().Add(cc.cl.opts.WriteTimeout))
+	bufs := net.Buffers(vec)
+	if _, err := bufs.WriteTo(cc.nc); err != nil {
+		_ = cc.Close()
+		return fmt.Errorf("%w: %w", ErrConnClosed, err)
+	}
+	return nil
+}
+
+// ID implements Channel.
+func (cc *clientConn) ID() uint64 { return cc.id }
+
+// RemoteAddr implements Channel.
+func (cc *clientConn) RemoteAddr() string { return cc.remote }
+
+// LocalAddr implements Channel.
+func (cc *clientConn) LocalAddr() string { return cc.local }
+
+func (cc *clientConn) isClosed() bool {
+	select {
+	case <-cc.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close implements Channel: it closes the socket and fails outstanding calls.
+func (cc *clientConn) Close() error {
+	var err error
+	cc.closeOnce.Do(func() {
+		close(cc.done)
+		err = cc.nc.Close()
+		cc.out.kill()
+		cc.pending.closeAll(ErrConnClosed)
+	})
+	return err
+}
+
+// invoke sends req and waits for its response.
+func (cc *clientConn) invoke(ctx context.Context, req *Command) (*Command, error) {
+	cc.cl.prepareRequest(req, 0)
+	call := &pendingCall{ch: make(chan *Command, 1)}
+	if err := cc.pending.add(req.Opaque, call); err != nil {
+		return nil, err
+	}
+	if err := cc.write(req); err != nil {
+		cc.pending.take(req.Opaque)
+		return nil, err
+	}
+	var timeout <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(cc.cl.opts.RequestTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case resp, ok := <-call.ch:
+		if !ok {
+			return nil, ErrConnClosed
+		}
+		return resp, nil
+	case <-ctx.Done():
+		cc.pending.take(req.Opaque)
+		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	case <-timeout:
+		cc.pending.take(req.Opaque)
+		return nil, fmt.Errorf("%w after %v", ErrTimeout, cc.cl.opts.RequestTimeout)
+	}
+}
+
+// Invoke implements Channel.
+func (cc *clientConn) Invoke(ctx context.Context, req *Command) (*Command, error) {
+	return cc.invoke(ctx, req)
+}
+
+// InvokeOneway implements Channel.
+func (cc *clientConn) InvokeOneway(_ context.Context, req *Command) error {
+	cc.cl.prepareRequest(req, FlagOneway)
+	return cc.write(req)
+}
+
+// Reply implements Channel.
+func (cc *clientConn) Reply(req, resp *Command) error {
+	if req.IsOneway() {
+		return nil
+	}
+	prepareReply(req, resp)
+	return cc.write(resp)
+}
+
+// write queues cmd's frame on the connection (see outQueue).
+func (cc *clientConn) write(cmd *Command) error { return cc.out.write(cmd) }
+
+// readLoop decodes frames until the connection fails, routing responses to their callers
+// and requests to the client's handlers.
+func (cc *clientConn) readLoop() {
+	defer cc.Close()
+	br := bufio.NewReaderSize(cc.nc, 64<<10)
+	var head [LengthFieldSize]byte
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			cc.readFailed(err)
+			return
+		}
+		n, err := ParseLength(head[:], cc.cl.opts.MaxFrameSize)
+		if err != nil {
+			cc.readFailed(err)
+			return
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			cc.readFailed(err)
+			return
+		}
+		cmd, err := cc.cl.codec.DecodeFrame(frame)
+		if err != nil {
+			cc.readFailed(err)
+			return
+		}
+		if cmd.IsResponse() {
+			cc.pending.complete(cmd)
+			continue
+		}
+		cc.serve(cmd)
+	}
+}
+
+func (cc *clientConn) readFailed(err error) {
+	if !cc.isClosed() {
+		cc.cl.log.Debug().Err(err).Str("remote", cc.remote).Msg("connection read ended")
+	}
+}
+
+// serve runs a server-initiated request on its own goroutine, bounded by the client.
+func (cc *clientConn) serve(req *Command) {
+	cc.cl.mu.Lock()
+	h := cc.cl.mu.handlers[req.Code]
+	cc.cl.mu.Unlock()
+	if h == nil {
+		_ = cc.Reply(req, NewResponse(req, CodeRequestCodeNotSupported,
+			fmt.Sprintf("request code %d not supported by client", req.Code)))
+		return
+	}
+	select {
+	case cc.cl.sem <- struct{}{}:
+	default:
+		_ = cc.Reply(req, NewResponse(req, CodeSystemBusy, "client busy"))
+		return
+	}
+	cc.cl.wg.Add(1)
+	go func() {
+		defer func() {
+			<-cc.cl.sem
+			cc.cl.wg.Done()
+		}()
+		resp, err := h.ServeRequest(cc.cl.ctx, cc, req)
+		if err != nil {
+			resp = errorResponse(req, err)
+		}
+		if resp != nil {
+			_ = cc.Reply(req, resp)
+		}
+	}()
+}

@@ -1,0 +1,214 @@
+package remoting
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+)
+
+// SerializeType selects the header codec of a frame (byte 4 of the frame).
+type SerializeType uint8
+
+// Header codecs. The values are part of the wire format.
+const (
+	// SerializeJSON is type 0: a JSON object, what the official clients send.
+	SerializeJSON SerializeType = 0
+	// SerializeRocketMQ is type 1: RocketMQ's compact binary header.
+	SerializeRocketMQ SerializeType = 1
+	// SerializeMsgpack is type 2: Ferry's native msgpack header. It is never sent to a peer
+	// that has not sent it first.
+	SerializeMsgpack SerializeType = 2
+)
+
+// String returns the codec's name.
+func (t SerializeType) String() string {
+	switch t {
+	case SerializeJSON:
+		return "JSON"
+	case SerializeRocketMQ:
+		return "ROCKETMQ"
+	case SerializeMsgpack:
+		return "MSGPACK"
+	default:
+		return "SerializeType(" + strconv.Itoa(int(t)) + ")"
+	}
+}
+
+// valid reports whether t names a codec this package implements.
+func (t SerializeType) valid() bool { return t <= SerializeMsgpack }
+
+// LanguageCode identifies the sender's implementation language. It is informational only.
+type LanguageCode uint8
+
+// Language codes as numbered by RocketMQ. The values are part of the wire format.
+const (
+	LanguageJava    LanguageCode = 0
+	LanguageCPP     LanguageCode = 1
+	LanguageDotNet  LanguageCode = 2
+	LanguagePython  LanguageCode = 3
+	LanguageDelphi  LanguageCode = 4
+	LanguageErlang  LanguageCode = 5
+	LanguageRuby    LanguageCode = 6
+	LanguageOther   LanguageCode = 7
+	LanguageHTTP    LanguageCode = 8
+	LanguageGo      LanguageCode = 9
+	LanguagePHP     LanguageCode = 10
+	LanguageOMS     LanguageCode = 11
+	LanguageRust    LanguageCode = 12
+	LanguageNodeJS  LanguageCode = 13
+	maxLanguageCode              = LanguageNodeJS
+)
+
+// languageNames is indexed by LanguageCode; it is never mutated.
+var languageNames = [...]string{
+	"JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER",
+	"HTTP", "GO", "PHP", "OMS", "RUST", "NODE_JS",
+}
+
+// String returns the enum name used in JSON headers ("JAVA", "GO", ...).
+func (l LanguageCode) String() string {
+	if l <= maxLanguageCode {
+		return languageNames[l]
+	}
+	return languageNames[LanguageOther]
+}
+
+// parseLanguage maps a JSON language name to its code; unknown names map to OTHER.
+func parseLanguage(s string) LanguageCode {
+	for i, n := range languageNames {
+		if n == s {
+			return LanguageCode(i)
+		}
+	}
+	return LanguageOther
+}
+
+// Header flag bits.
+const (
+	// FlagResponse marks a response (bit 0).
+	FlagResponse int32 = 1 << 0
+	// FlagOneway marks a request that must not be answered (bit 1).
+	FlagOneway int32 = 1 << 1
+)
+
+// Response codes the transport itself produces. The full table lives in package protocol;
+// these three are needed here because the transport answers with them on its own.
+const (
+	// CodeSuccess is SUCCESS.
+	CodeSuccess int16 = 0
+	// CodeSystemError is SYSTEM_ERROR: a handler failed.
+	CodeSystemError int16 = 1
+	// CodeSystemBusy is SYSTEM_BUSY: a worker pool queue is full or the server is stopping.
+	CodeSystemBusy int16 = 2
+	// CodeRequestCodeNotSupported is REQUEST_CODE_NOT_SUPPORTED: no handler for the code.
+	CodeRequestCodeNotSupported int16 = 3
+)
+
+// Version is the version ordinal Ferry puts in the headers it sends (RocketMQ V5_3_3). It
+// fits int16 as the official clients require.
+const Version int16 = 479
+
+// Command is one remoting frame: a request or a response with its header and body.
+//
+// A decoded Command's strings and Body may alias the frame buffer it was decoded from; the
+// buffer belongs to the Command and is never reused, so they stay valid.
+type Command struct {
+	// Code is the request code, or the response code in a response.
+	Code int16
+	// Language is the sender's language (informational).
+	Language LanguageCode
+	// Version is the sender's version ordinal.
+	Version int16
+	// Opaque matches a response to its request.
+	Opaque int32
+	// Flag holds FlagResponse and FlagOneway.
+	Flag int32
+	// Remark is free text, usually an error description in a response.
+	Remark string
+	// ExtFields is the custom header: request-specific string fields.
+	ExtFields map[string]string
+	// Body is the opaque payload.
+	Body []byte
+	// BodyVec is written after Body without copying on the server side (for pull bodies
+	// that point into mapped files). The slices must stay valid until OnWritten runs.
+	BodyVec [][]byte
+	// OnWritten, if set, runs once after the frame has been handed to the socket or has
+	// failed to be; err is nil on success. It runs for responses written by a Server.
+	OnWritten func(err error)
+	// SerializeType is the header codec this command arrived with or will be sent with.
+	SerializeType SerializeType
+
+	// reply tracks a served request: replyPending while its handler runs, then
+	// replyDeferred or replyDone. A deferred request stays in flight until Reply.
+	reply atomic.Int32
+}
+
+// Reply states of a served request.
+const (
+	replyPending int32 = iota
+	replyDeferred
+	replyDone
+)
+
+// NewRequest returns a request with the given code and ext fields (which it keeps).
+func NewRequest(code int16, ext map[string]string) *Command {
+	return &Command{Code: code, Language: LanguageGo, Version: Version, ExtFields: ext}
+}
+
+// NewResponse returns a response with the given code and remark for req: it copies the
+// request's opaque and serialize type and sets FlagResponse.
+func NewResponse(req *Command, code int16, remark string) *Command {
+	return &Command{
+		Code:          code,
+		Language:      LanguageGo,
+		Version:       Version,
+		Opaque:        req.Opaque,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		SerializeType: req.SerializeType,
+	}
+}
+
+// IsResponse reports whether the response flag is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the oneway flag is set.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// Ext returns the ext field named key, or "" when it is absent.
+func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+
+// SetExt sets an ext field, creating the map if needed.
+func (c *Command) SetExt(key, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 4)
+	}
+	c.ExtFields[key] = value
+}
+
+// bodyLen is the number of body bytes the frame carries.
+func (c *Command) bodyLen() int {
+	n := len(c.Body)
+	for _, p := range c.BodyVec {
+		n += len(p)
+	}
+	return n
+}
+
+// String describes the command for logs (without the body).
+func (c *Command) String() string {
+	kind := "request"
+	if c.IsResponse() {
+		kind = "response"
+	}
+	return fmt.Sprintf("%s{code=%d opaque=%d flag=%d type=%s remark=%q ext=%v body=%dB}",
+		kind, c.Code, c.Opaque, c.Flag, c.SerializeType, c.Remark, c.ExtFields, c.bodyLen())
+}
+
+// written runs OnWritten once.
+func (c *Command) written(err error) {
+	if f := c.OnWritten; f != nil {
+		c.OnWritten = nil
+		f(err)
+	}
+}

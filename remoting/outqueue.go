@@ -1,0 +1,190 @@
+package remoting
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Writing frames: many goroutines answer requests on one connection at once. Each encodes
+// its frame into a shared output queue under a short lock; whichever finds no flush in
+// progress becomes the flusher and keeps writing everything queued — its own frame and
+// those that arrive meanwhile — until the queue is empty. Concurrent responses therefore
+// leave in one socket write, and nobody but the flusher waits for the socket.
+//
+// Small bodies are copied next to their headers; bodies of inlineBodyMax bytes or more, and
+// every BodyVec slice, are referenced without copying and handed to the socket as separate
+// vectors (pull bodies that point into mapped files).
+
+// inlineBodyMax is the largest body copied into the coalescing buffer.
+const inlineBodyMax = 4 << 10
+
+// maxSpareBuffer is the largest coalescing buffer kept for reuse.
+const maxSpareBuffer = 1 << 20
+
+// outPart is one vector of a flush: an external slice, or buf[start:end].
+type outPart struct {
+	ext        []byte
+	start, end int
+}
+
+// outBatch is what one flush writes.
+type outBatch struct {
+	buf       []byte
+	parts     []outPart
+	callbacks []func(error)
+}
+
+// outQueue is a connection's output queue. flush writes vectors to the socket and must
+// either write them all or fail.
+type outQueue struct {
+	codec *Codec
+	flush func(vec [][]byte) error
+
+	// fmu is held while flushing; the close path takes it to wait out a flush in progress
+	// before the transport frees its buffers.
+	fmu sync.Mutex
+	mu  struct {
+		sync.Mutex
+		cur      outBatch
+		spare    outBatch
+		flushing bool
+		dead     bool
+	}
+	vec [][]byte // reused by the flusher (only one at a time)
+}
+
+// write queues cmd's frame and, unless another goroutine is flushing, flushes the queue.
+// An error means the frame was not (or not entirely) written; a nil error from a
+// non-flusher means it was queued for the flush in progress.
+func (q *outQueue) write(cmd *Command) error {
+	q.mu.Lock()
+	if q.mu.dead {
+		q.mu.Unlock()
+		cmd.written(ErrConnClosed)
+		return ErrConnClosed
+	}
+	if err := q.appendLocked(cmd); err != nil {
+		q.mu.Unlock()
+		cmd.written(err)
+		return err
+	}
+	if q.mu.flushing {
+		q.mu.Unlock()
+		return nil
+	}
+	q.mu.flushing = true
+	// Let goroutines that are about to write (other handlers finishing, other callers)
+	// append first: on a busy machine this turns one syscall per frame into one per
+	// dozens of frames. With nothing else runnable it returns at once.
+	q.mu.Unlock()
+	runtime.Gosched()
+	q.mu.Lock()
+	var err error
+	for len(q.mu.cur.parts) > 0 && err == nil {
+		b := q.mu.cur
+		q.mu.cur, q.mu.spare = q.mu.spare, outBatch{}
+		q.mu.Unlock()
+		err = q.flushBatch(&b)
+		q.mu.Lock()
+		if err == nil && cap(b.buf) <= maxSpareBuffer {
+			q.mu.spare = outBatch{buf: b.buf[:0], parts: b.parts[:0], callbacks: b.callbacks[:0]}
+		}
+	}
+	q.mu.flushing = false
+	if err != nil {
+		q.mu.dead = true
+		rest := q.mu.cur
+		q.mu.cur = outBatch{}
+		q.mu.Unlock()
+		for _, f := range rest.callbacks {
+			f(err)
+		}
+		return err
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// appendLocked encodes cmd into the current batch.
+func (q *outQueue) appendLocked(cmd *Command) error {
+	b := &q.mu.cur
+	start := len(b.buf)
+	buf, err := q.codec.appendFrameHead(b.buf, cmd)
+	if err != nil {
+		return err
+	}
+	if len(cmd.Body) < inlineBodyMax {
+		buf = append(buf, cmd.Body...)
+	}
+	b.buf = buf
+	b.addBuf(start, len(buf))
+	if len(cmd.Body) >= inlineBodyMax {
+		b.parts = append(b.parts, outPart{ext: cmd.Body})
+	}
+	for _, p := range cmd.BodyVec {
+		if len(p) > 0 {
+			b.parts = append(b.parts, outPart{ext: p})
+		}
+	}
+	if cmd.OnWritten != nil {
+		b.callbacks = append(b.callbacks, cmd.OnWritten)
+		cmd.OnWritten = nil
+	}
+	return nil
+}
+
+// addBuf records buf[start:end] as the next vector, merging it with a preceding buf part.
+func (b *outBatch) addBuf(start, end int) {
+	if n := len(b.parts); n > 0 && b.parts[n-1].ext == nil && b.parts[n-1].end == start {
+		b.parts[n-1].end = end
+		return
+	}
+	b.parts = append(b.parts, outPart{start: start, end: end})
+}
+
+// flushBatch writes one batch and runs its callbacks.
+func (q *outQueue) flushBatch(b *outBatch) error {
+	q.fmu.Lock()
+	vec := q.vec[:0]
+	for _, p := range b.parts {
+		if p.ext != nil {
+			vec = append(vec, p.ext)
+		} else {
+			vec = append(vec, b.buf[p.start:p.end])
+		}
+	}
+	var err error
+	q.mu.Lock()
+	dead := q.mu.dead
+	q.mu.Unlock()
+	if dead {
+		err = ErrConnClosed
+	} else {
+		err = q.flush(vec)
+	}
+	clear(vec)
+	q.vec = vec[:0]
+	q.fmu.Unlock()
+	for _, f := range b.callbacks {
+		f(err)
+	}
+	clear(b.callbacks)
+	clear(b.parts)
+	return err
+}
+
+// kill marks the queue dead and waits for a flush in progress to end, so the transport can
+// free its buffers afterwards.
+// Frames still queued are dropped and their callbacks told so.
+func (q *outQueue) kill() {
+	q.mu.Lock()
+	q.mu.dead = true
+	rest := q.mu.cur
+	q.mu.cur = outBatch{}
+	q.mu.Unlock()
+	q.fmu.Lock()
+	q.fmu.Unlock() //nolint:staticcheck // an empty critical section: waits for the flusher
+	for _, f := range rest.callbacks {
+		f(ErrConnClosed)
+	}
+}

@@ -1,0 +1,390 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+	"github.com/rs/zerolog"
+)
+
+// DefaultPool is the name of the worker pool that serves codes registered without one.
+const DefaultPool = "default"
+
+// PoolOptions sizes one worker pool (one request class).
+type PoolOptions struct {
+	// Name identifies the pool in Server.Handle.
+	Name string
+	// Workers is the number of goroutines serving the pool.
+	Workers int
+	// QueueSize bounds the requests waiting for a worker; when it is full the server answers
+	// SYSTEM_BUSY at once.
+	QueueSize int
+}
+
+// ServerOptions configures a Server.
+type ServerOptions struct {
+	// MaxFrameSize bounds a frame's length field; larger frames close the connection.
+	MaxFrameSize int
+	// IdleTimeout closes connections with no traffic and no request in flight for this long.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds one socket flush to a slow peer.
+	WriteTimeout time.Duration
+	// Pools are the worker pools; one must be named DefaultPool.
+	Pools []PoolOptions
+	// Logger receives connection and protocol errors.
+	Logger zerolog.Logger
+	// OnClose, if set, is called once for every connection when it closes.
+	OnClose func(ch Channel)
+}
+
+// DefaultServerOptions returns options with a 16 MiB frame limit, a 120 s idle timeout and
+// a default pool of 16 workers.
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{
+		MaxFrameSize: DefaultMaxFrameSize,
+		IdleTimeout:  120 * time.Second,
+		WriteTimeout: 10 * time.Second,
+		Pools:        []PoolOptions{{Name: DefaultPool, Workers: 16, QueueSize: 10000}},
+		Logger:       zerolog.Nop(),
+	}
+}
+
+// Validate reports the first invalid option.
+func (o *ServerOptions) Validate() error {
+	switch {
+	case o.MaxFrameSize < frameFixed:
+		return fmt.Errorf("remoting: MaxFrameSize %d is too small", o.MaxFrameSize)
+	case o.IdleTimeout <= 0:
+		return fmt.Errorf("remoting: IdleTimeout must be positive, got %v", o.IdleTimeout)
+	case o.WriteTimeout <= 0:
+		return fmt.Errorf("remoting: WriteTimeout must be positive, got %v", o.WriteTimeout)
+	}
+	seen := map[string]bool{}
+	for _, p := range o.Pools {
+		if p.Name == "" || seen[p.Name] {
+			return fmt.Errorf("remoting: pool name %q is empty or repeated", p.Name)
+		}
+		if p.Workers <= 0 || p.QueueSize <= 0 {
+			return fmt.Errorf("remoting: pool %q needs positive Workers and QueueSize", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	if !seen[DefaultPool] {
+		return fmt.Errorf("remoting: a pool named %q is required", DefaultPool)
+	}
+	return nil
+}
+
+// route is a registered handler and the pool that runs it.
+type route struct {
+	h    Handler
+	pool *workerPool
+}
+
+// Server serves remoting requests on a netpoll reactor. Requests are decoded on the
+// connection's reactor goroutine and run on the worker pool of their code, so the requests
+// of one connection run concurrently and their responses leave as they complete.
+type Server struct {
+	opts   ServerOptions
+	log    zerolog.Logger
+	codec  Codec
+	pools  map[string]*workerPool
+	routes map[int16]route // written only before Start
+
+	ctx      context.Context // handed to handlers; cancelled when Shutdown ends
+	cancel   context.CancelFunc
+	opaque   atomic.Int32
+	inflight inflightCounter
+	closing  atomic.Bool
+	started  atomic.Bool
+	nextID   atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		conns map[uint64]*serverConn
+	}
+	evl      netpoll.EventLoop
+	addr     net.Addr
+	wg       sync.WaitGroup // owned goroutines: serve loop, idle sweeper
+	stop     chan struct{}
+	shutdown sync.Once
+	errServe error
+}
+
+// NewServer validates opts and returns a Server with its worker pools ready.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:   opts,
+		log:    opts.Logger.With().Str("component", "remoting-server").Logger(),
+		pools:  make(map[string]*workerPool, len(opts.Pools)),
+		routes: make(map[int16]route),
+		stop:   make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.conns = make(map[uint64]*serverConn)
+	for _, p := range opts.Pools {
+		s.pools[p.Name] = newWorkerPool(p, s.run)
+	}
+	return s, nil
+}
+
+// Handle registers h for code on the named pool ("" = DefaultPool). It must be called
+// before Start.
+func (s *Server) Handle(code int16, pool string, h Handler) error {
+	if s.started.Load() {
+		return errors.New("remoting: Handle after Start")
+	}
+	if pool == "" {
+		pool = DefaultPool
+	}
+	p, ok := s.pools[pool]
+	if !ok {
+		return fmt.Errorf("remoting: unknown pool %q for code %d", pool, code)
+	}
+	s.routes[code] = route{h: h, pool: p}
+	return nil
+}
+
+// Start serves ln in the background until Shutdown.
+func (s *Server) Start(ln net.Listener) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("remoting: server already started")
+	}
+	evl, err := netpoll.NewEventLoop(s.onRequest,
+		netpoll.WithOnPrepare(s.onPrepare),
+		netpoll.WithReadTimeout(s.opts.IdleTimeout),
+		netpoll.WithWriteTimeout(s.opts.WriteTimeout),
+	)
+	if err != nil {
+		return fmt.Errorf("remoting: event loop: %w", err)
+	}
+	s.evl = evl
+	s.addr = ln.Addr()
+	for _, p := range s.pools {
+		p.start()
+	}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := evl.Serve(ln); err != nil && !s.closing.Load() {
+			s.log.Error().Err(err).Msg("serve loop ended")
+			s.errServe = err
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.sweepIdle()
+	}()
+	return nil
+}
+
+// Addr is the listening address (valid after Start).
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Shutdown stops the server gracefully: new requests are refused with SYSTEM_BUSY, requests
+// in flight (including deferred replies) are drained until ctx ends, then every connection
+// is closed and every goroutine the server owns is stopped. It is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdown.Do(func() {
+		s.closing.Store(true)
+		select {
+		case <-s.inflight.drained():
+		case <-ctx.Done():
+			err = fmt.Errorf("remoting: draining requests: %w", ctx.Err())
+		}
+		s.cancel()
+		if s.evl != nil {
+			if e := s.evl.Shutdown(ctx); e != nil && err == nil {
+				err = fmt.Errorf("remoting: closing connections: %w", e)
+			}
+		}
+		for _, c := range s.conns() {
+			_ = c.Close()
+		}
+		close(s.stop)
+		for _, p := range s.pools {
+			p.stopAndWait()
+		}
+		s.wg.Wait()
+		if err == nil {
+			err = s.errServe
+		}
+	})
+	return err
+}
+
+// conns returns a snapshot of the open connections.
+func (s *Server) conns() []*serverConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*serverConn, 0, len(s.mu.conns))
+	for _, c := range s.mu.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Channels returns the open connections.
+func (s *Server) Channels() []Channel {
+	conns := s.conns()
+	out := make([]Channel, len(conns))
+	for i, c := range conns {
+		out[i] = c
+	}
+	return out
+}
+
+type connKey struct{}
+
+// onPrepare registers a new connection.
+func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
+	c := newServerConn(s, conn)
+	s.mu.Lock()
+	s.mu.conns[c.id] = c
+	s.mu.Unlock()
+	_ = conn.AddCloseCallback(func(netpoll.Connection) error {
+		s.mu.Lock()
+		delete(s.mu.conns, c.id)
+		s.mu.Unlock()
+		c.closed()
+		if s.opts.OnClose != nil {
+			s.opts.OnClose(c)
+		}
+		return nil
+	})
+	return context.WithValue(context.Background(), connKey{}, c)
+}
+
+// onRequest decodes every complete frame available on the connection. It runs on the
+// connection's reactor goroutine, one call at a time per connection.
+func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
+	c, _ := ctx.Value(connKey{}).(*serverConn)
+	if c == nil {
+		return conn.Close()
+	}
+	r := conn.Reader()
+	for r.Len() > 0 {
+		head, err := r.Peek(LengthFieldSize)
+		if err != nil {
+			return c.abort(err, "reading frame length")
+		}
+		n, err := ParseLength(head, s.opts.MaxFrameSize)
+		if err != nil {
+			return c.abort(err, "bad frame length")
+		}
+		raw, err := r.Next(LengthFieldSize + n)
+		if err != nil {
+			return c.abort(err, "reading frame")
+		}
+		frame := make([]byte, n)
+		copy(frame, raw[LengthFieldSize:])
+		if err := r.Release(); err != nil {
+			return c.abort(err, "releasing read buffer")
+		}
+		cmd, err := s.codec.DecodeFrame(frame)
+		if err != nil {
+			return c.abort(err, "bad frame")
+		}
+		c.activity.Add(1)
+		s.dispatch(c, cmd)
+	}
+	return nil
+}
+
+// dispatch routes one decoded frame.
+func (s *Server) dispatch(c *serverConn, cmd *Command) {
+	if cmd.IsResponse() {
+		if !c.pending.complete(cmd) {
+			s.log.Debug().Int32("opaque", cmd.Opaque).Str("remote", c.remote).Msg("response without a waiting request dropped")
+		}
+		return
+	}
+	c.lastType.Store(uint32(cmd.SerializeType))
+	rt, ok := s.routes[cmd.Code]
+	if !ok {
+		s.log.Debug().Int16("code", cmd.Code).Str("remote", c.remote).Msg("request code not supported")
+		c.replyNow(cmd, NewResponse(cmd, CodeRequestCodeNotSupported,
+			fmt.Sprintf("request code %d not supported", cmd.Code)))
+		return
+	}
+	if s.closing.Load() {
+		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "server is shutting down"))
+		return
+	}
+	s.inflight.add()
+	c.inflight.Add(1)
+	if !rt.pool.submit(task{conn: c, req: cmd, h: rt.h}) {
+		s.requestDone(c)
+		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "["+rt.pool.name+"] too many requests queued, try later"))
+	}
+}
+
+// run executes one request on a pool worker.
+func (s *Server) run(t task) {
+	resp, err := s.call(t)
+	req := t.req
+	if req.IsOneway() {
+		if req.reply.Swap(replyDone) != replyDone {
+			s.requestDone(t.conn)
+		}
+		return
+	}
+	if err != nil {
+		resp = errorResponse(req, err)
+	}
+	if resp != nil {
+		_ = t.conn.Reply(req, resp)
+		return
+	}
+	// Deferred: the handler answers through Reply later, or already did (then Reply has
+	// ended the request and the swap fails).
+	req.reply.CompareAndSwap(replyPending, replyDeferred)
+}
+
+// call runs the handler, turning a panic into an error.
+func (s *Server) call(t task) (resp *Command, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Int16("code", t.req.Code).Msg("handler panicked")
+			resp, err = nil, fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return t.h.ServeRequest(s.ctx, t.conn, t.req)
+}
+
+// requestDone ends one in-flight request.
+func (s *Server) requestDone(c *serverConn) {
+	c.inflight.Add(-1)
+	s.inflight.done()
+}
+
+// sweepIdle closes connections that had no traffic and nothing in flight for IdleTimeout.
+func (s *Server) sweepIdle() {
+	period := max(s.opts.IdleTimeout/4, 10*time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			for _, c := range s.conns() {
+				if c.idleSince(now) >= s.opts.IdleTimeout {
+					s.log.Info().Str("remote", c.remote).Dur("idle", s.opts.IdleTimeout).Msg("closing idle connection")
+					_ = c.Close()
+				}
+			}
+		}
+	}
+}
