@@ -1,0 +1,63 @@
+// Package mmap provides the files Ferry's store is made of: fixed-size files mapped into
+// memory and written in place, plus the small metadata files beside them. Two
+// implementations share one interface:
+//
+//   - OSFS maps real files with mmap(2), reserves their blocks with fallocate(2) so a write
+//     into the mapping can never hit a full disk, and makes ranges durable with msync(2).
+//   - MemFS keeps everything in memory and remembers what has been made durable, so a test
+//     can "pull the plug" (Crash) and reopen the store on exactly what would survive a power
+//     loss — optionally with a random part of the unsynced pages written back, as a kernel
+//     might have done before the crash. It can also pretend the disk is full.
+//
+// Durability rules (both implementations): bytes written into a Mapped are durable after
+// Sync covers them; a newly created file's existence is durable after SyncDir on its
+// directory; WriteFileAtomic is durable when it returns; Remove is immediate.
+package mmap
+
+import "syscall"
+
+// ErrNoSpace is returned (wrapped) when a file cannot be created or grown because the disk
+// is full. Missing files are reported with errors matching fs.ErrNotExist.
+const ErrNoSpace = syscall.ENOSPC
+
+// Mapped is one fixed-size file mapped into memory.
+type Mapped interface {
+	// Bytes is the whole file; writes into it change the file. It stays valid until Close.
+	Bytes() []byte
+	// Size is len(Bytes()).
+	Size() int64
+	// Sync makes [off, off+n) durable.
+	Sync(off, n int64) error
+	// Close unmaps the file without syncing it.
+	Close() error
+	// Path is the file's path.
+	Path() string
+}
+
+// FS is what the store needs from a file system.
+type FS interface {
+	// OpenMapped maps the file at path, creating it with the given size (blocks reserved)
+	// if it does not exist. An existing file must have exactly that size.
+	OpenMapped(path string, size int64, create bool) (Mapped, error)
+	// ReadDir lists the names in a directory, sorted; a missing directory is empty.
+	ReadDir(path string) ([]string, error)
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(path string) error
+	// SyncDir makes the directory's entries (created and renamed files) durable.
+	SyncDir(path string) error
+	// Remove deletes a file or an empty directory.
+	Remove(path string) error
+	// RemoveAll deletes a directory tree.
+	RemoveAll(path string) error
+	// ReadFile returns a whole small file.
+	ReadFile(path string) ([]byte, error)
+	// WriteFileAtomic replaces a small file durably: temp file, fsync, rename, directory
+	// fsync.
+	WriteFileAtomic(path string, data []byte) error
+	// Exists reports whether path exists.
+	Exists(path string) (bool, error)
+	// Size returns a file's size.
+	Size(path string) (int64, error)
+	// DiskUsage reports the total and free bytes of the file system holding path.
+	DiskUsage(path string) (total, free uint64, err error)
+}

@@ -1,0 +1,133 @@
+package mmap
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fsUnderTest runs f against both implementations.
+func fsUnderTest(t *testing.T, f func(t *testing.T, fsys FS, dir string)) {
+	t.Run("os", func(t *testing.T) { f(t, OSFS{}, t.TempDir()) })
+	t.Run("mem", func(t *testing.T) {
+		m := NewMemFS()
+		require.NoError(t, m.MkdirAll("/data"))
+		f(t, m, "/data")
+	})
+}
+
+func TestMappedFileRoundTrip(t *testing.T) {
+	fsUnderTest(t, func(t *testing.T, fsys FS, dir string) {
+		p := filepath.Join(dir, "seg", "00000000000000000000")
+		require.NoError(t, fsys.MkdirAll(filepath.Dir(p)))
+		_, err := fsys.OpenMapped(p, 8192, false)
+		require.ErrorIs(t, err, fs.ErrNotExist)
+		m, err := fsys.OpenMapped(p, 8192, true)
+		require.NoError(t, err)
+		require.Equal(t, int64(8192), m.Size())
+		require.Len(t, m.Bytes(), 8192)
+		copy(m.Bytes()[100:], "hello")
+		require.NoError(t, m.Sync(100, 5))
+		require.Error(t, m.Sync(8000, 500), "range outside the file")
+		require.NoError(t, m.Close())
+		require.NoError(t, fsys.SyncDir(filepath.Dir(p)))
+
+		_, err = fsys.OpenMapped(p, 4096, true)
+		require.Error(t, err, "size mismatch")
+		m, err = fsys.OpenMapped(p, 8192, false)
+		require.NoError(t, err)
+		require.Equal(t, "hello", string(m.Bytes()[100:105]))
+		require.NoError(t, m.Close())
+
+		names, err := fsys.ReadDir(filepath.Join(dir, "seg"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"00000000000000000000"}, names)
+		names, err = fsys.ReadDir(filepath.Join(dir, "missing"))
+		require.NoError(t, err)
+		require.Empty(t, names)
+		size, err := fsys.Size(p)
+		require.NoError(t, err)
+		require.Equal(t, int64(8192), size)
+
+		meta := filepath.Join(dir, "checkpoint")
+		require.NoError(t, fsys.WriteFileAtomic(meta, []byte("v1")))
+		require.NoError(t, fsys.WriteFileAtomic(meta, []byte("v2")))
+		b, err := fsys.ReadFile(meta)
+		require.NoError(t, err)
+		require.Equal(t, "v2", string(b))
+		ok, err := fsys.Exists(meta + ".tmp")
+		require.NoError(t, err)
+		require.False(t, ok, "no temp file left behind")
+
+		require.NoError(t, fsys.Remove(p))
+		ok, err = fsys.Exists(p)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.NoError(t, fsys.RemoveAll(filepath.Join(dir, "seg")))
+		total, free, err := fsys.DiskUsage(dir)
+		require.NoError(t, err)
+		require.Positive(t, total)
+		require.LessOrEqual(t, free, total)
+	})
+}
+
+func TestMemFSCrashKeepsOnlyDurableState(t *testing.T) {
+	m := NewMemFS()
+	require.NoError(t, m.MkdirAll("/d"))
+	a, err := m.OpenMapped("/d/a", 3*crashPage, true)
+	require.NoError(t, err)
+	require.NoError(t, m.SyncDir("/d"))
+	b, err := m.OpenMapped("/d/b", crashPage, true) // creation never made durable
+	require.NoError(t, err)
+	copy(b.Bytes(), "lost")
+	require.NoError(t, b.Sync(0, 4))
+
+	copy(a.Bytes()[0:], "synced")
+	require.NoError(t, a.Sync(0, 6))
+	copy(a.Bytes()[crashPage:], "unsynced")
+	copy(a.Bytes()[6:], "-tail")
+
+	c := m.Crash(nil, 0)
+	got, err := c.ReadFile("/d/a")
+	require.NoError(t, err)
+	require.Equal(t, "synced\x00\x00\x00\x00\x00", string(got[:11]))
+	require.Equal(t, make([]byte, 8), got[crashPage:crashPage+8])
+	ok, err := c.Exists("/d/b")
+	require.NoError(t, err)
+	require.False(t, ok, "a file whose directory was never synced is gone")
+
+	// With keepUnsynced = 1 every dirty page survives.
+	all := m.Crash(rand.New(rand.NewPCG(1, 2)), 1)
+	got, err = all.ReadFile("/d/a")
+	require.NoError(t, err)
+	require.Equal(t, "synced-tail", string(got[:11]))
+	require.Equal(t, "unsynced", string(got[crashPage:crashPage+8]))
+
+	// The original keeps working after a crash copy was taken.
+	copy(a.Bytes()[20:], "more")
+	require.NoError(t, a.Sync(20, 4))
+	require.NoError(t, a.Close())
+}
+
+func TestMemFSCapacity(t *testing.T) {
+	m := NewMemFS()
+	require.NoError(t, m.MkdirAll("/d"))
+	m.SetCapacity(10000)
+	_, err := m.OpenMapped("/d/a", 8000, true)
+	require.NoError(t, err)
+	_, err = m.OpenMapped("/d/b", 8000, true)
+	require.ErrorIs(t, err, ErrNoSpace)
+	require.True(t, errors.Is(err, ErrNoSpace))
+	err = m.WriteFileAtomic("/d/meta", make([]byte, 4000))
+	require.ErrorIs(t, err, ErrNoSpace)
+	_, free, err := m.DiskUsage("/d")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2000), free)
+	m.SetCapacity(0)
+	_, err = m.OpenMapped("/d/b", 8000, true)
+	require.NoError(t, err)
+}

@@ -1,0 +1,218 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// OSFS is the real file system.
+type OSFS struct{}
+
+var _ FS = OSFS{}
+
+// osMapped is a file mapped with mmap(2).
+type osMapped struct {
+	path string
+	f    *os.File
+	data []byte
+}
+
+// OpenMapped implements FS. A new file's blocks are reserved with fallocate so that writes
+// into the mapping never meet a full disk (which would be a SIGBUS, not an error).
+func (OSFS) OpenMapped(path string, size int64, create bool) (Mapped, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("mmap: %s: size %d must be positive", path, size)
+	}
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: open %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("mmap: stat %s: %w", path, err), f.Close())
+	}
+	switch {
+	case fi.Size() == 0 && create:
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("mmap: reserve %d bytes for %s: %w", size, path, err)
+		}
+	case fi.Size() != size:
+		return nil, errors.Join(fmt.Errorf("mmap: %s has %d bytes, want %d", path, fi.Size(), size), f.Close())
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("mmap: map %s: %w", path, err), f.Close())
+	}
+	return &osMapped{path: path, f: f, data: data}, nil
+}
+
+func (m *osMapped) Bytes() []byte { return m.data }
+func (m *osMapped) Size() int64   { return int64(len(m.data)) }
+func (m *osMapped) Path() string  { return m.path }
+
+// Sync flushes the pages covering [off, off+n) with msync(MS_SYNC).
+func (m *osMapped) Sync(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if off < 0 || off+n > int64(len(m.data)) {
+		return fmt.Errorf("mmap: sync [%d,+%d) outside %s of %d bytes", off, n, m.path, len(m.data))
+	}
+	page := int64(os.Getpagesize())
+	start := off / page * page
+	if err := unix.Msync(m.data[start:off+n], unix.MS_SYNC); err != nil {
+		return fmt.Errorf("mmap: msync %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// Close unmaps and closes the file.
+func (m *osMapped) Close() error {
+	if m.data == nil {
+		return nil
+	}
+	err := unix.Munmap(m.data)
+	m.data = nil
+	if cerr := m.f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: close %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// ReadDir implements FS.
+func (OSFS) ReadDir(path string) ([]string, error) {
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mmap: read dir: %w", err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// MkdirAll implements FS.
+func (OSFS) MkdirAll(path string) error {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return fmt.Errorf("mmap: mkdir: %w", err)
+	}
+	return nil
+}
+
+// SyncDir implements FS.
+func (OSFS) SyncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("mmap: open dir: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: sync dir %s: %w", path, err)
+	}
+	return nil
+}
+
+// Remove implements FS.
+func (OSFS) Remove(path string) error {
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("mmap: remove: %w", err)
+	}
+	return nil
+}
+
+// RemoveAll implements FS.
+func (OSFS) RemoveAll(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("mmap: remove all: %w", err)
+	}
+	return nil
+}
+
+// ReadFile implements FS.
+func (OSFS) ReadFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: read: %w", err)
+	}
+	return b, nil
+}
+
+// WriteFileAtomic implements FS: write path.tmp, fsync it, rename over path, fsync the
+// directory.
+func (o OSFS) WriteFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("mmap: create %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("mmap: write %s: %w", path, err)
+	}
+	return o.SyncDir(filepath.Dir(path))
+}
+
+// Exists implements FS.
+func (OSFS) Exists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("mmap: stat: %w", err)
+	}
+}
+
+// Size implements FS.
+func (OSFS) Size(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("mmap: stat: %w", err)
+	}
+	return fi.Size(), nil
+}
+
+// DiskUsage implements FS.
+func (OSFS) DiskUsage(path string) (total, free uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, 0, fmt.Errorf("mmap: statfs %s: %w", path, err)
+	}
+	bs := uint64(st.Bsize)
+	return st.Blocks * bs, st.Bavail * bs, nil
+}
