@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 )
+
+// timeoutScanInterval is how often a client looks for calls past their deadline.
+const timeoutScanInterval = 10 * time.Millisecond
 
 // ClientOptions configures a Client.
 type ClientOptions struct {
@@ -77,7 +81,8 @@ type Client struct {
 	sem    chan struct{}
 	ctx    context.Context // handed to handlers; cancelled by Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // reader loops and handler goroutines
+	wg     sync.WaitGroup // reader loops, handler goroutines, the timeout scanner
+	calls  sync.Pool      // of *pendingCall with a reusable channel
 
 	mu struct {
 		sync.Mutex
@@ -107,6 +112,11 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.addrs = make(map[string]*addrConns)
 	c.mu.handlers = make(map[int16]Handler)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.expireLoop()
+	}()
 	return c, nil
 }
 
@@ -128,35 +138,60 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 }
 
 // InvokeAsync sends req to addr and calls cb once with the response or an error (ErrTimeout
-// when nothing arrives by ctx's deadline or RequestTimeout). cb runs on a connection or
-// timer goroutine and must not block. An error returned here means cb will not be called.
+// when nothing arrives by ctx's deadline or RequestTimeout, detected within
+// timeoutScanInterval). cb runs on a connection goroutine or the client's timeout scanner
+// and must not block. An error returned here means cb will not be called.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
 	cc, err := c.conn(ctx, addr)
 	if err != nil {
 		return err
 	}
-	timeout := c.opts.RequestTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
 	c.prepareRequest(req, 0)
-	call := &pendingCall{cb: cb}
+	call := &pendingCall{cb: cb, deadline: c.deadline(ctx)}
 	if err := cc.pending.add(req.Opaque, call); err != nil {
 		return err
 	}
-	opaque := req.Opaque
-	call.timer.Store(time.AfterFunc(timeout, func() {
-		if p := cc.pending.take(opaque); p != nil {
-			p.finish(nil, fmt.Errorf("%w after %v", ErrTimeout, timeout))
-		}
-	}))
 	if err := cc.write(req); err != nil {
-		if p := cc.pending.take(opaque); p != nil {
-			p.stopTimer()
+		if cc.pending.take(req.Opaque) != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deadline is when a call made with ctx times out: ctx's deadline or RequestTimeout.
+func (c *Client) deadline(ctx context.Context) int64 {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl.UnixNano()
+	}
+	return time.Now().Add(c.opts.RequestTimeout).UnixNano()
+}
+
+// expireLoop fails calls whose deadline passed, for every connection, every
+// timeoutScanInterval. One goroutine per client replaces a timer per call.
+func (c *Client) expireLoop() {
+	t := time.NewTicker(timeoutScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			var conns []*clientConn
+			for _, ac := range c.mu.addrs {
+				for i := range ac.slots {
+					if cc := ac.slots[i].Load(); cc != nil {
+						conns = append(conns, cc)
+					}
+				}
+			}
+			c.mu.Unlock()
+			for _, cc := range conns {
+				cc.pending.expire(now.UnixNano())
+			}
+		}
+	}
 }
 
 // InvokeOneway sends req to addr with the oneway flag and returns once it is written.
@@ -312,10 +347,16 @@ func (cc *clientConn) Close() error {
 	return err
 }
 
-// invoke sends req and waits for its response.
+// invoke sends req and waits for its response, until ctx ends or the call's deadline
+// (ctx's, or RequestTimeout) is passed to the timeout scanner.
 func (cc *clientConn) invoke(ctx context.Context, req *Command) (*Command, error) {
+	cl := cc.cl
 	cc.cl.prepareRequest(req, 0)
-	call := &pendingCall{ch: make(chan *Command, 1)}
+	call, _ := cl.calls.Get().(*pendingCall)
+	if call == nil {
+		call = &pendingCall{ch: make(chan *Command, 1)}
+	}
+	call.deadline = cl.deadline(ctx)
 	if err := cc.pending.add(req.Opaque, call); err != nil {
 		return nil, err
 	}
@@ -323,24 +364,22 @@ func (cc *clientConn) invoke(ctx context.Context, req *Command) (*Command, error
 		cc.pending.take(req.Opaque)
 		return nil, err
 	}
-	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(cc.cl.opts.RequestTimeout)
-		defer t.Stop()
-		timeout = t.C
-	}
 	select {
 	case resp, ok := <-call.ch:
 		if !ok {
-			return nil, ErrConnClosed
+			if errors.Is(call.err, ErrTimeout) {
+				return nil, fmt.Errorf("%w: no response from %s", ErrTimeout, cc.remote)
+			}
+			return nil, call.err
 		}
+		// Delivered: nobody else holds the call, so it can be reused.
+		call.deadline, call.err = 0, nil
+		call.done.Store(false)
+		cl.calls.Put(call)
 		return resp, nil
 	case <-ctx.Done():
 		cc.pending.take(req.Opaque)
 		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
-	case <-timeout:
-		cc.pending.take(req.Opaque)
-		return nil, fmt.Errorf("%w after %v", ErrTimeout, cc.cl.opts.RequestTimeout)
 	}
 }
 

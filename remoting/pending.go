@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Errors returned by invocations. Callers test them with errors.Is.
@@ -30,17 +29,13 @@ type CodeError struct {
 func (e *CodeError) Error() string { return fmt.Sprintf("remoting: code %d: %s", e.Code, e.Remark) }
 
 // pendingCall is one request awaiting its response: either ch (sync) or cb (async) is set.
+// A sync call that fails has err set before ch is closed.
 type pendingCall struct {
-	ch    chan *Command
-	cb    func(*Command, error)
-	timer atomic.Pointer[time.Timer] // async timeout, stopped when the call finishes
-	done  atomic.Bool
-}
-
-func (p *pendingCall) stopTimer() {
-	if t := p.timer.Load(); t != nil {
-		t.Stop()
-	}
+	ch       chan *Command
+	cb       func(*Command, error)
+	deadline int64 // unix nanoseconds; 0 = only the caller's context ends it
+	err      error
+	done     atomic.Bool
 }
 
 // finish delivers the outcome once; later calls do nothing.
@@ -48,7 +43,6 @@ func (p *pendingCall) finish(resp *Command, err error) {
 	if !p.done.CompareAndSwap(false, true) {
 		return
 	}
-	p.stopTimer()
 	if p.cb != nil {
 		p.cb(resp, err)
 		return
@@ -56,6 +50,7 @@ func (p *pendingCall) finish(resp *Command, err error) {
 	if err == nil {
 		p.ch <- resp
 	} else {
+		p.err = err
 		close(p.ch)
 	}
 }
@@ -104,6 +99,22 @@ func (t *pendingTable) complete(resp *Command) bool {
 	}
 	p.finish(resp, nil)
 	return true
+}
+
+// expire fails the calls whose deadline is before now with ErrTimeout.
+func (t *pendingTable) expire(now int64) {
+	var late []*pendingCall
+	t.mu.Lock()
+	for opaque, p := range t.mu.calls {
+		if p.deadline != 0 && p.deadline < now {
+			late = append(late, p)
+			delete(t.mu.calls, opaque)
+		}
+	}
+	t.mu.Unlock()
+	for _, p := range late {
+		p.finish(nil, ErrTimeout)
+	}
 }
 
 // closeAll fails every outstanding call with err and refuses new ones.
