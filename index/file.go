@@ -1,0 +1,243 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+)
+
+// file is one mapped index file.
+type file struct {
+	name    string
+	created time.Time // from the name
+	m       mmap.Mapped
+	b       []byte
+	slotNum int64
+	maxEnt  int32
+
+	// Guarded by Index.mu.
+	h        header   // the live header
+	shadow   []int32  // live slot heads, while the mapping may lag behind (nil: read the mapping)
+	dirty    []int32  // slots changed since the last flush snapshot
+	dirtyBit []uint64 // membership of dirty
+
+	// Guarded by Index.flushMu.
+	synced int32  // entries below are durable
+	disk   header // the header last made durable
+}
+
+func (f *file) entryBytes(n int32) []byte {
+	off := HeaderSize + f.slotNum*SlotSize + int64(n)*EntrySize
+	return f.b[off : off+EntrySize]
+}
+
+func (f *file) entry(n int32) entry { return decodeEntry(f.entryBytes(n)) }
+
+// mappedSlot reads slot s from the mapping.
+func (f *file) mappedSlot(s int64) int32 {
+	return int32(binary.BigEndian.Uint32(f.b[HeaderSize+s*SlotSize:]))
+}
+
+func (f *file) setMappedSlot(s int64, v int32) {
+	binary.BigEndian.PutUint32(f.b[HeaderSize+s*SlotSize:], uint32(v))
+}
+
+// slot is the live head of slot s.
+func (f *file) slot(s int64) int32 {
+	if f.shadow != nil {
+		return f.shadow[s]
+	}
+	return f.mappedSlot(s)
+}
+
+// setSlot changes a live slot head; the file must have a shadow.
+func (f *file) setSlot(s int64, v int32) {
+	f.shadow[s] = v
+	if w, bit := s/64, uint64(1)<<(s%64); f.dirtyBit[w]&bit == 0 {
+		f.dirtyBit[w] |= bit
+		f.dirty = append(f.dirty, int32(s))
+	}
+}
+
+// ensureShadow loads the slot table into memory so the file can take entries.
+func (f *file) ensureShadow() {
+	if f.shadow != nil {
+		return
+	}
+	f.shadow = make([]int32, f.slotNum)
+	for s := range f.slotNum {
+		f.shadow[s] = f.mappedSlot(s)
+	}
+	f.dirtyBit = make([]uint64, (f.slotNum+63)/64)
+	f.dirty = nil
+}
+
+// takeDirty returns the changed slots with their live values and clears the dirty set.
+func (f *file) takeDirty() []slotValue {
+	out := make([]slotValue, len(f.dirty))
+	for i, s := range f.dirty {
+		out[i] = slotValue{s, f.shadow[s]}
+		f.dirtyBit[s/64] &^= 1 << (s % 64)
+	}
+	f.dirty = f.dirty[:0]
+	return out
+}
+
+// slotValue is a slot head to write into the mapping.
+type slotValue struct{ slot, head int32 }
+
+// walkBack follows the chain from head down to the newest entry below limit (0 if none).
+// Links that do not go strictly down end the chain.
+func (f *file) walkBack(head, limit int32) int32 {
+	if head < 0 {
+		return 0
+	}
+	for head >= limit {
+		if head <= 0 || head >= f.maxEnt {
+			return 0
+		}
+		prev := f.entry(head).prev
+		if prev >= head || prev < 0 {
+			return 0
+		}
+		head = prev
+	}
+	return head
+}
+
+// searchPhy returns the first entry in [1, count) whose physical offset is ≥ phy (count if
+// none). Entries are in commit-log order.
+func (f *file) searchPhy(phy int64) int32 {
+	lo, hi := int32(1), max(f.h.count, 1)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if f.entry(mid).phy >= phy {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// persist makes entries [from, to), the given slot heads and then header h durable, in
+// that order. The caller holds flushMu; entries below to must not change meanwhile.
+func (f *file) persist(from, to int32, slots []slotValue, h header) error {
+	if from < to {
+		off := HeaderSize + f.slotNum*SlotSize + int64(from)*EntrySize
+		if err := f.m.Sync(off, int64(to-from)*EntrySize); err != nil {
+			return fmt.Errorf("index: %s: sync entries: %w", f.name, err)
+		}
+	}
+	if len(slots) > 0 {
+		lo, hi := int64(slots[0].slot), int64(slots[0].slot)
+		for _, sv := range slots {
+			f.setMappedSlot(int64(sv.slot), sv.head)
+			lo, hi = min(lo, int64(sv.slot)), max(hi, int64(sv.slot))
+		}
+		if err := f.m.Sync(HeaderSize+lo*SlotSize, (hi-lo+1)*SlotSize); err != nil {
+			return fmt.Errorf("index: %s: sync slots: %w", f.name, err)
+		}
+	}
+	if h != f.disk {
+		h.encode(f.b)
+		if err := f.m.Sync(0, HeaderSize); err != nil {
+			return fmt.Errorf("index: %s: sync header: %w", f.name, err)
+		}
+		f.disk = h
+	}
+	f.synced = max(f.synced, to)
+	return nil
+}
+
+// load checks the header against the entries (rebuilding it if they disagree), repairs
+// slot heads that point at or beyond the entry count, and makes any repair durable. It
+// runs before the file is shared.
+func (f *file) load() error {
+	h := decodeHeader(f.b)
+	f.disk = h
+	h.count = max(h.count, 1)
+	if !f.headerAgrees(h) {
+		h = f.rebuildHeader(h)
+	}
+	f.h = h
+	var repaired []slotValue
+	if h.count < f.maxEnt {
+		used := int32(0)
+		for s := range f.slotNum {
+			v := f.mappedSlot(s)
+			if v != 0 && (v >= h.count || v < 0) {
+				v = f.walkBack(v, h.count)
+				repaired = append(repaired, slotValue{int32(s), v})
+			}
+			if v != 0 {
+				used++
+			}
+		}
+		f.h.slotCount = used
+	}
+	f.synced = f.h.count
+	if err := f.persist(f.h.count, f.h.count, repaired, f.h); err != nil {
+		return fmt.Errorf("index: %s: repair: %w", f.name, err)
+	}
+	return nil
+}
+
+// headerAgrees reports whether a header is consistent with the entries it describes.
+func (f *file) headerAgrees(h header) bool {
+	if h.count > f.maxEnt || h.slotCount < 0 || int64(h.slotCount) > f.slotNum {
+		return false
+	}
+	if h.count == 1 {
+		return f.entry(1).zero() // an empty file has no entries
+	}
+	return h.beginPhy >= 0 && h.beginPhy <= h.endPhy &&
+		f.entry(1).phy == h.beginPhy && f.entry(h.count-1).phy == h.endPhy
+}
+
+// rebuildHeader recovers a header from the entries: they run up to the first one that is
+// zero or cannot follow the previous one. The begin time is kept if plausible, else taken
+// from the file name; the end time is the newest entry's second, rounded up.
+func (f *file) rebuildHeader(old header) header {
+	h := header{count: 1, beginTs: old.beginTs}
+	if d := old.beginTs - f.created.UnixMilli(); old.beginTs <= 0 || d > int64(24*time.Hour/time.Millisecond) || d < -int64(24*time.Hour/time.Millisecond) {
+		h.beginTs = f.created.UnixMilli()
+	}
+	prevPhy, maxDiff := int64(0), int32(0)
+	for n := int32(1); n < f.maxEnt; n++ {
+		e := f.entry(n)
+		if e.zero() || e.phy < prevPhy || e.prev < 0 || e.prev >= n || e.timeDiff < 0 || e.hash < 0 {
+			break
+		}
+		if n == 1 {
+			h.beginPhy = e.phy
+		}
+		h.endPhy, prevPhy, maxDiff = e.phy, e.phy, max(maxDiff, e.timeDiff)
+		h.count = n + 1
+	}
+	h.endTs = h.beginTs
+	if h.count > 1 {
+		h.endTs = h.beginTs + int64(maxDiff)*1000 + 999
+	}
+	return h
+}
+
+// close unmaps the file.
+func (f *file) close() error {
+	if err := f.m.Close(); err != nil {
+		return fmt.Errorf("index: %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// closeFiles unmaps files.
+func closeFiles(files []*file) error {
+	var err error
+	for _, f := range files {
+		err = errors.Join(err, f.close())
+	}
+	return err
+}
