@@ -14,9 +14,11 @@ all: build test
 build:
 	$(GO) build ./...
 
-## test: every test with the race detector, never cached.
+## test: every test with the race detector, never cached; then the allocation tests, which
+## only mean something without it.
 test:
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'Alloc' ./...
 
 ## lint: go vet plus golangci-lint (installed at the pinned version when missing).
 lint: tools

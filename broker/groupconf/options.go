@@ -1,0 +1,68 @@
+package groupconf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/logging"
+	"github.com/ferrymq/ferry/internal/mmap"
+)
+
+// Errors returned by this package. Each is wrapped with details; test with
+// errors.Is.
+var (
+	// ErrInvalidOptions is wrapped by Options.Validate and Open.
+	ErrInvalidOptions = errors.New("groupconf: invalid options")
+	// ErrInvalidConfig reports a group config that breaks the rules.
+	ErrInvalidConfig = errors.New("groupconf: invalid subscription group config")
+	// ErrNotFound reports a group that does not exist and may not be
+	// auto-created (the broker answers SUBSCRIPTION_GROUP_NOT_EXIST).
+	ErrNotFound = errors.New("groupconf: subscription group does not exist")
+	// ErrCorrupt reports that neither subscriptionGroup.json nor its .bak copy
+	// could be decoded.
+	ErrCorrupt = errors.New("groupconf: corrupt subscription group file")
+)
+
+// Options configures a Manager.
+type Options struct {
+	// Dir is the store root; the table is kept in
+	// Dir/config/subscriptionGroup.json.
+	Dir string
+	// FS is the file system (mmap.OSFS{} in production, a MemFS in tests).
+	FS mmap.FS
+	// Logger receives load warnings.
+	Logger zerolog.Logger
+	// Now is the clock used for data version timestamps.
+	Now func() time.Time
+	// AutoCreateSubscriptionGroup lets FindOrCreate create a missing group
+	// with DefaultConfig (RocketMQ autoCreateSubscriptionGroup, default true).
+	AutoCreateSubscriptionGroup bool
+}
+
+// DefaultOptions returns the RocketMQ defaults on the real file system. Dir
+// must still be set.
+func DefaultOptions() Options {
+	return Options{
+		FS:                          mmap.OSFS{},
+		Logger:                      logging.Nop(),
+		Now:                         time.Now,
+		AutoCreateSubscriptionGroup: true,
+	}
+}
+
+// Validate reports the first problem with o; the error wraps
+// ErrInvalidOptions.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return fmt.Errorf("%w: Dir is empty", ErrInvalidOptions)
+	case o.FS == nil:
+		return fmt.Errorf("%w: FS is nil", ErrInvalidOptions)
+	case o.Now == nil:
+		return fmt.Errorf("%w: Now is nil", ErrInvalidOptions)
+	}
+	return nil
+}
