@@ -1,0 +1,191 @@
+package commitlog
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/ferrymq/ferry/message"
+)
+
+// Append appends one record, or a batch of records of one topic-queue, atomically: the
+// whole batch lands contiguously in one segment (after a blank filler when it does not
+// fit the current one) with consecutive queue offsets.
+//
+// Append fills in, in recs itself, the fields the log owns: PhysicalOffset, QueueOffset
+// (from the topic-queue table; 0 for PREPARED and ROLLBACK records, which do not advance
+// it), StoreTimestamp (assigned under the writer lock, never decreasing) and StoreHost
+// (Options.StoreHost). Every other field is written as given; BODYCRC and TOTALSIZE are
+// computed. Non-empty properties must end with the 0x02 separator and topics must not
+// contain NUL bytes (both always hold for RocketMQ messages): recovery uses this to tell
+// a torn record from a complete one. Records are encoded straight into the mapped
+// segment; a single append allocates nothing in steady state.
+//
+// In FlushSync mode with wait=true, Append waits for the group-commit flusher (see
+// Status for what each outcome promises); otherwise it returns once the records are
+// written and readable, and wait=false in FlushSync mode just wakes the flusher.
+//
+// Errors: when err is nil, the records were appended. When err matches ErrFlushFailed,
+// the records were appended too (res is filled, Status is FlushDiskFailed) but the sync
+// failed. Any other error means nothing was appended: ErrBadBatch, ErrRecordTooLarge,
+// ErrClosed, ErrNotRecovered, or a failure to create the next segment (for a full disk
+// it matches mmap.ErrNoSpace); a later Append retries the creation.
+func (l *Log) Append(recs []message.Record, wait bool) (AppendResult, error) {
+	total, err := l.checkBatch(recs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.closing.RLock()
+	defer l.closing.RUnlock()
+	res, err := l.write(recs, total)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	end := res.NextOffset()
+	switch {
+	case l.opts.FlushMode == FlushAsync:
+		res.Durable = l.flushed.Load() >= end
+	case !wait:
+		l.kickGroupCommit()
+		res.Durable = l.flushed.Load() >= end
+	default:
+		res.Status, err = l.waitFlushed(end)
+		res.Durable = res.Status == PutOK
+	}
+	return res, err
+}
+
+// checkBatch validates recs outside the lock, sets their StoreHost and returns their
+// total encoded size.
+func (l *Log) checkBatch(recs []message.Record) (int64, error) {
+	if len(recs) == 0 {
+		return 0, fmt.Errorf("%w: no records", ErrBadBatch)
+	}
+	limit := l.segSize - message.BlankHeaderSize
+	var total int64
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case len(r.Topic) == 0:
+			return 0, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, message.ErrTopicEmpty)
+		case len(r.Topic) > message.MaxTopicLength:
+			return 0, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, message.ErrTopicTooLong)
+		case len(r.Properties) > message.MaxPropertiesLength:
+			return 0, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, message.ErrPropertiesTooLong)
+		case i > 0 && (r.QueueID != recs[0].QueueID || !bytes.Equal(r.Topic, recs[0].Topic)):
+			return 0, fmt.Errorf("%w: record %d is for another topic-queue than record 0", ErrBadBatch, i)
+		}
+		if err := checkTail(r); err != nil { // recovery relies on it to detect torn records
+			return 0, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, err)
+		}
+		r.StoreHost = l.opts.StoreHost
+		n := int64(r.Size())
+		if n > limit {
+			return 0, fmt.Errorf("%w: record %d has %d bytes, a %d-byte segment holds at most %d",
+				ErrRecordTooLarge, i, n, l.segSize, limit)
+		}
+		total += n
+	}
+	if total > limit {
+		return 0, fmt.Errorf("%w: batch of %d records has %d bytes, a %d-byte segment holds at most %d",
+			ErrRecordTooLarge, len(recs), total, l.segSize, limit)
+	}
+	return total, nil
+}
+
+// write appends the checked records under the writer lock.
+func (l *Log) write(recs []message.Record, total int64) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed.Load():
+		return AppendResult{}, ErrClosed
+	case !l.mu.recovered:
+		return AppendResult{}, ErrNotRecovered
+	}
+	now := l.opts.Clock()
+	l.lockedAt.Store(now.UnixNano())
+	defer l.lockedAt.Store(0)
+
+	seg, err := l.segmentForLocked(total)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.mu.appended = true
+	ts := max(now.UnixMilli(), l.mu.lastTS)
+	l.mu.lastTS = ts
+
+	q := l.mu.queues[queueKey{string(recs[0].Topic), recs[0].QueueID}]
+	var first int64
+	if q != nil {
+		first = q.next
+	}
+	next := first
+	pos := l.mu.pos
+	rel := pos - seg.start
+	dst := seg.data[rel : rel+total]
+	off := 0
+	for i := range recs {
+		r := &recs[i]
+		r.PhysicalOffset = pos + int64(off)
+		r.QueueOffset = 0
+		if message.IsConsumable(r.SysFlag) {
+			r.QueueOffset = next
+			next++
+		}
+		r.StoreTimestamp = ts
+		n, err := r.EncodeTo(dst[off:])
+		if err != nil { // impossible after checkBatch; never leave a valid-looking record behind
+			clear(dst[:off])
+			return AppendResult{}, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, err)
+		}
+		off += n
+	}
+	switch {
+	case q != nil:
+		q.next = next
+	case next != first: // first consumable record of this queue: the only allocation
+		l.mu.queues[queueKey{string(recs[0].Topic), recs[0].QueueID}] = &queueNext{next: next}
+	}
+
+	end := pos + total
+	l.mu.pos = end
+	seg.lastTS.Store(ts)
+	l.wrote.Store(end)
+	l.lastTS.Store(ts) // after wrote: see flushAll
+	return AppendResult{
+		PhysicalOffset: pos,
+		Bytes:          int32(total),
+		QueueOffset:    recs[0].QueueOffset,
+		Count:          len(recs),
+		StoreTimestamp: ts,
+		Status:         PutOK,
+	}, nil
+}
+
+// segmentForLocked returns the segment the next need bytes go to, writing the blank
+// filler and moving to the next segment when they do not fit the current one (the rule
+// is need+8 > remaining, so a record never ends exactly at a segment end).
+func (l *Log) segmentForLocked(need int64) (*segment, error) {
+	if cur := l.mu.cur; cur != nil {
+		remaining := cur.end - l.mu.pos
+		if need+message.BlankHeaderSize <= remaining {
+			return cur, nil
+		}
+		if remaining > 0 {
+			if remaining >= message.BlankHeaderSize {
+				if _, err := message.EncodeBlank(cur.data[l.mu.pos-cur.start:], int(remaining)); err != nil {
+					return nil, fmt.Errorf("commitlog: write filler: %w", err)
+				}
+			}
+			// The filler is part of the log even if the next segment cannot be created.
+			l.mu.pos = cur.end
+			l.wrote.Store(cur.end)
+		}
+	}
+	seg, err := l.obtainSegment(l.mu.pos)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.cur = seg
+	return seg, nil
+}

@@ -1,0 +1,99 @@
+package commitlog
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+)
+
+// benchLog opens a log on real files with 256 MiB segments (rollovers are rare but do
+// happen) in a temporary directory removed afterwards.
+func benchLog(b *testing.B, mode FlushMode) *Log {
+	b.Helper()
+	o := DefaultOptions()
+	o.FS = mmap.OSFS{}
+	o.Dir = b.TempDir()
+	o.SegmentSize = 256 << 20
+	o.FlushMode = mode
+	l, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return l
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkAppendAsync1KiB: one writer, 1 KiB bodies, async flush. Must not allocate.
+func BenchmarkAppendAsync1KiB(b *testing.B) {
+	l := benchLog(b, FlushAsync)
+	recs := []message.Record{newRecord("BenchTopic", 0, 1024, 1)}
+	b.SetBytes(int64(recs[0].Size()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Append(recs, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkAppendSync64: 64 concurrent appenders waiting for durability (group commit).
+func BenchmarkAppendSync64(b *testing.B) {
+	l := benchLog(b, FlushSync)
+	size := newRecord("BenchTopic", 0, 1024, 1)
+	b.SetBytes(int64(size.Size()))
+	b.ReportAllocs()
+	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1))
+	b.RunParallel(func(pb *testing.PB) {
+		recs := []message.Record{newRecord("BenchTopic", 0, 1024, 1)}
+		for pb.Next() {
+			res, err := l.Append(recs, true)
+			if err != nil || !res.Durable {
+				b.Errorf("append: %v, %+v", err, res)
+				return
+			}
+		}
+	})
+	reportRate(b)
+	if st := l.Stats(); st.GroupCommits > 0 {
+		b.ReportMetric(float64(st.GroupCommitWaiters)/float64(st.GroupCommits), "msgs/commit")
+		b.ReportMetric(float64(st.FlushTime.Microseconds())/float64(st.Flushes), "µs/flush")
+	}
+}
+
+// BenchmarkAppendManyQueues: single 1 KiB appends spread over 8 or 10,000 topic-queues
+// (the cost of the queue-offset table).
+func BenchmarkAppendManyQueues(b *testing.B) {
+	for _, queues := range []int{8, 10_000} {
+		b.Run(fmt.Sprintf("queues=%d", queues), func(b *testing.B) {
+			l := benchLog(b, FlushAsync)
+			recs := make([]message.Record, queues)
+			for i := range recs {
+				recs[i] = newRecord(fmt.Sprintf("BenchTopic-%d", i/8), int32(i%8), 1024, i)
+			}
+			b.SetBytes(int64(recs[0].Size()))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := l.Append(recs[i:i+1], false); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == queues {
+					i = 0
+				}
+			}
+			reportRate(b)
+		})
+	}
+}

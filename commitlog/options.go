@@ -1,0 +1,142 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+)
+
+// FlushMode selects when appended bytes are made durable.
+type FlushMode uint8
+
+const (
+	// FlushAsync flushes in the background (RocketMQ ASYNC_FLUSH): Append returns once
+	// the records are in the mapped segment (the page cache).
+	FlushAsync FlushMode = iota
+	// FlushSync is group commit (RocketMQ SYNC_FLUSH): an Append with wait=true returns
+	// once its records are durable or SyncFlushTimeout has passed.
+	FlushSync
+)
+
+// String returns "async" or "sync".
+func (m FlushMode) String() string {
+	switch m {
+	case FlushAsync:
+		return "async"
+	case FlushSync:
+		return "sync"
+	default:
+		return fmt.Sprintf("FlushMode(%d)", uint8(m))
+	}
+}
+
+const (
+	// DefaultSegmentSize is RocketMQ's commit-log segment size, 1 GiB.
+	DefaultSegmentSize = 1 << 30
+	// PageSize is the unit of Options.FlushLeastPages and of segment sizes.
+	PageSize = 4096
+	// MaxSegmentSize is the largest segment size: the blank filler's TOTALSIZE is an int32.
+	MaxSegmentSize = math.MaxInt32 / PageSize * PageSize
+)
+
+// Options configures a Log. Start from DefaultOptions and set Dir.
+type Options struct {
+	// Dir is the directory holding the segment files (created if missing).
+	Dir string
+	// FS is the file system; mmap.OSFS{} for real files, *mmap.MemFS in tests.
+	FS mmap.FS
+	// SegmentSize is the size of every segment, a multiple of PageSize. It must match
+	// the existing segments.
+	SegmentSize int64
+	// FlushMode is FlushAsync or FlushSync.
+	FlushMode FlushMode
+	// FlushInterval is how often the FlushAsync flusher runs (RocketMQ
+	// flushIntervalCommitLog, 500 ms). In FlushSync mode the group-commit flusher also
+	// wakes this often when no appender kicks it.
+	FlushInterval time.Duration
+	// FlushLeastPages is the number of dirty 4 KiB pages below which a periodic async
+	// flush is skipped (flushCommitLogLeastPages, 4).
+	FlushLeastPages int
+	// FlushThoroughInterval forces an async flush of everything at least this often
+	// (flushCommitLogThoroughInterval, 10 s).
+	FlushThoroughInterval time.Duration
+	// SyncFlushTimeout bounds how long a FlushSync Append waits for durability before it
+	// returns FlushDiskTimeout (syncFlushTimeout, 5 s).
+	SyncFlushTimeout time.Duration
+	// DestroyTimeout is how long a deleted segment stays mapped for readers that still
+	// hold a View of it before it is unmapped anyway
+	// (destroyMapedFileIntervalForcibly, 120 s).
+	DestroyTimeout time.Duration
+	// PrefaultSegments makes the background allocator read one byte of every page of the
+	// next segment after creating it, so page-cache allocation happens off the append
+	// path. It costs RAM (clean, reclaimable page cache for one segment ahead), no disk
+	// writes.
+	PrefaultSegments bool
+	// StoreHost is written into the STOREHOST field of every record (brokerIP1 and the
+	// listen port); offset message ids are derived from it.
+	StoreHost netip.AddrPort
+	// Logger receives flush errors, segment creation failures and recovery reports.
+	Logger zerolog.Logger
+	// Clock returns the current time; store timestamps come from it (time.Now by
+	// default, replaceable in tests).
+	Clock func() time.Time
+}
+
+// DefaultOptions returns RocketMQ's defaults: 1 GiB segments on the real file system,
+// async flush every 500 ms when at least 4 pages are dirty and fully every 10 s, a 5 s
+// sync-flush timeout, store host 127.0.0.1:10911. Dir must still be set.
+func DefaultOptions() Options {
+	return Options{
+		FS:                    mmap.OSFS{},
+		SegmentSize:           DefaultSegmentSize,
+		FlushMode:             FlushAsync,
+		FlushInterval:         500 * time.Millisecond,
+		FlushLeastPages:       4,
+		FlushThoroughInterval: 10 * time.Second,
+		SyncFlushTimeout:      5 * time.Second,
+		DestroyTimeout:        120 * time.Second,
+		PrefaultSegments:      true,
+		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
+		Logger:                zerolog.Nop(),
+		Clock:                 time.Now,
+	}
+}
+
+// Validate reports every invalid option, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("commitlog: "+format, args...))
+	}
+	if o.Dir == "" {
+		bad("Dir must be set")
+	}
+	if o.FS == nil {
+		bad("FS must be set")
+	}
+	if o.SegmentSize < PageSize || o.SegmentSize > MaxSegmentSize || o.SegmentSize%PageSize != 0 {
+		bad("SegmentSize %d must be a multiple of %d in [%d, %d]", o.SegmentSize, PageSize, PageSize, MaxSegmentSize)
+	}
+	if o.FlushMode != FlushAsync && o.FlushMode != FlushSync {
+		bad("unknown FlushMode %d", o.FlushMode)
+	}
+	if o.FlushInterval <= 0 || o.FlushThoroughInterval <= 0 || o.SyncFlushTimeout <= 0 || o.DestroyTimeout <= 0 {
+		bad("FlushInterval, FlushThoroughInterval, SyncFlushTimeout and DestroyTimeout must be positive")
+	}
+	if o.FlushLeastPages < 0 {
+		bad("FlushLeastPages %d must not be negative", o.FlushLeastPages)
+	}
+	if !o.StoreHost.IsValid() {
+		bad("StoreHost must be a valid address and port")
+	}
+	if o.Clock == nil {
+		bad("Clock must be set")
+	}
+	return errors.Join(errs...)
+}

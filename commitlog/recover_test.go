@@ -1,0 +1,208 @@
+package commitlog
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+)
+
+// buildLog appends records of varied sizes to a fresh MemFS log until it holds at least
+// minBytes, closes it and returns the FS, the appended records and the end offset.
+func buildLog(t *testing.T, o Options, minBytes int64, seed uint64) (*mmap.MemFS, []message.Record, int64) {
+	t.Helper()
+	fs := mmap.NewMemFS()
+	o.FS = fs
+	l := openLog(t, o)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var recs []message.Record
+	for i := 0; l.MaxOffset() < minBytes; i++ {
+		batch := []message.Record{newRecord("Topic", int32(i%2), rng.IntN(2000), i)}
+		if i%7 == 3 {
+			batch = append(batch, newRecord("Topic", batch[0].QueueID, rng.IntN(100), i+1))
+		}
+		_, err := l.Append(batch, false)
+		require.NoError(t, err)
+		recs = append(recs, batch...)
+	}
+	end := l.MaxOffset()
+	require.NoError(t, l.Close())
+	return fs, recs, end
+}
+
+// recoverFS opens a log on fs, recovers it from 0 and checks the result is a valid prefix:
+// every record below the end validates (CRC included), the bytes after it in its segment
+// are zero, and no segment follows it.
+func recoverFS(t *testing.T, o Options, fs mmap.FS) (*Log, int64) {
+	t.Helper()
+	o.FS = fs
+	l, err := Open(o)
+	require.NoError(t, err)
+	end, err := l.Recover(0, true)
+	require.NoError(t, err)
+	require.Equal(t, end, l.MaxOffset())
+	var rec message.Record
+	list := l.segs.Load()
+	for pos := int64(0); pos < end; {
+		seg := list.find(pos, o.SegmentSize)
+		n, blank, err := checkRecord(seg.data[pos-seg.start:], pos, true, &rec)
+		require.NoError(t, err)
+		if blank {
+			pos = seg.end
+		} else {
+			pos += n
+		}
+		require.LessOrEqual(t, pos, end)
+	}
+	if len(list.segs) == 0 {
+		require.Zero(t, end)
+		return l, end
+	}
+	if last := list.segs[len(list.segs)-1]; end < last.end {
+		require.Equal(t, last, list.find(end, o.SegmentSize), "no segment after the end")
+		require.True(t, isZero(last.data[end-last.start:]), "tail zeroed")
+	}
+	return l, end
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTornTailEveryByte cuts the last record at every byte (zeroing everything after the
+// cut) and checks Recover ends exactly before it, with every earlier record intact.
+func TestTornTailEveryByte(t *testing.T) {
+	for _, newSegment := range []bool{false, true} {
+		name := "mid-segment"
+		if newSegment {
+			name = "first-in-segment"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := testOptions(nil, "/log")
+			fs := mmap.NewMemFS()
+			o.FS = fs
+			l := openLog(t, o)
+			var recs []message.Record
+			for i := range 5 {
+				r := []message.Record{newRecord("T", 0, 100*i, i)}
+				_, err := l.Append(r, false)
+				require.NoError(t, err)
+				recs = append(recs, r...)
+			}
+			last := newRecord("T", 0, 180, 99)
+			if newSegment { // leave less than the last record needs
+				pad := newRecord("T", 0, 0, 0)
+				pad.Body = make([]byte, testSegSize-l.MaxOffset()-int64(pad.Size())-int64(last.Size()))
+				recs = append(recs, pad)
+				_, err := l.Append(recs[len(recs)-1:], false)
+				require.NoError(t, err)
+			}
+			lastRecs := []message.Record{last}
+			res, err := l.Append(lastRecs, false)
+			require.NoError(t, err)
+			require.Equal(t, newSegment, res.PhysicalOffset == testSegSize)
+			require.NoError(t, l.Close())
+			base := cloneFS(fs)
+
+			p, size := res.PhysicalOffset, int(res.Bytes)
+			segStart := p / testSegSize * testSegSize
+			for cut := range size {
+				f := cloneFS(base)
+				mutateFile(t, f, segPath("/log", segStart), testSegSize, func(b []byte) {
+					clear(b[p-segStart+int64(cut):])
+				})
+				l2, end := recoverFS(t, o, f)
+				require.Equal(t, p, end, "cut at %d", cut)
+				got := readAll(t, l2)
+				require.Len(t, got, len(recs))
+				for i := range recs {
+					requireSameRecord(t, recs[i], got[i])
+				}
+				require.NoError(t, l2.Close())
+			}
+			// Uncut, everything is there.
+			l2, end := recoverFS(t, o, cloneFS(base))
+			require.Equal(t, p+int64(size), end)
+			require.NoError(t, l2.Close())
+		})
+	}
+}
+
+// TestRecoverRandomDamage applies 1,000 random bit flips, truncations and garbage writes
+// to the last 64 KiB of a log: Recover must end at a valid prefix that keeps every record
+// before the first damaged byte, and never panic.
+func TestRecoverRandomDamage(t *testing.T) {
+	o := testOptions(nil, "/log")
+	base, recs, end0 := buildLog(t, o, 3*testSegSize+1000, 1)
+	// Every offset a valid prefix can end at: record ends and segment ends (fillers).
+	var ends []int64
+	for _, r := range recs {
+		ends = append(ends, r.PhysicalOffset+int64(r.Size()))
+	}
+	for s := int64(testSegSize); s < end0; s += testSegSize {
+		ends = append(ends, s)
+	}
+	slices.Sort(ends)
+
+	rng := rand.New(rand.NewPCG(42, 42))
+	const region = 64 << 10
+	iterations := 1000
+	if testing.Short() {
+		iterations = 200
+	}
+	for i := range iterations {
+		f := cloneFS(base)
+		first := end0 // first damaged byte
+		damage := func(pos int64, fn func(b []byte, rel int64)) {
+			first = min(first, pos)
+			start := pos / testSegSize * testSegSize
+			mutateFile(t, f, segPath("/log", start), testSegSize, func(b []byte) { fn(b, pos-start) })
+		}
+		switch kind := rng.IntN(3); kind {
+		case 0: // bit flips
+			for range 1 + rng.IntN(8) {
+				damage(end0-1-rng.Int64N(region), func(b []byte, rel int64) { b[rel] ^= 1 << rng.IntN(8) })
+			}
+		case 1: // truncation: zero to the segment end
+			damage(end0-1-rng.Int64N(region), func(b []byte, rel int64) { clear(b[rel:]) })
+		case 2: // garbage
+			damage(end0-1-rng.Int64N(region), func(b []byte, rel int64) {
+				n := min(int64(1+rng.IntN(300)), int64(len(b))-rel)
+				for j := range n {
+					b[rel+j] = byte(rng.Uint32())
+				}
+			})
+		}
+		l, end := recoverFS(t, o, f)
+		// The longest valid prefix entirely before the damage survives.
+		k, _ := slices.BinarySearch(ends, first+1)
+		require.GreaterOrEqual(t, end, ends[k-1], "iteration %d: damage at %d", i, first)
+		require.LessOrEqual(t, end, end0)
+		require.NoError(t, l.Close())
+	}
+}
+
+// TestRecoverFromCheckpoint starts the scan at a record boundary inside a segment.
+func TestRecoverFromCheckpoint(t *testing.T) {
+	o := testOptions(nil, "/log")
+	fs, recs, end0 := buildLog(t, o, 2*testSegSize, 3)
+	o.FS = fs
+	l, err := Open(o)
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.Recover(end0+testSegSize, true)
+	require.ErrorIs(t, err, ErrOutOfRange)
+	end, err := l.Recover(recs[len(recs)/2].PhysicalOffset, true)
+	require.NoError(t, err)
+	require.Equal(t, end0, end)
+	require.Equal(t, recs[len(recs)-1].StoreTimestamp, l.FlushedStoreTimestamp())
+}

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"slices"
+	"time"
+
+	"github.com/ferrymq/ferry/commitlog"
+)
+
+// maxDeletesPerRound bounds the segments one cleanup round removes (RocketMQ: 10).
+const maxDeletesPerRound = 10
+
+// cleanLoop deletes expired data every CleanInterval.
+func (s *Store) cleanLoop() {
+	t := time.NewTicker(s.opts.CleanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.cleanOnce()
+		}
+	}
+}
+
+// cleanOnce runs one cleanup round: commit-log segments first (expired ones at a
+// DeleteWhen hour or when the disk is fuller than DiskMaxUsedRatio; the oldest ones
+// regardless of age above DiskForceCleanRatio), never the active segment and never one
+// that is not fully dispatched; then consume-queue and index files that only point below
+// the log's new start. It returns the number of segments deleted.
+func (s *Store) cleanOnce() int {
+	now := s.now()
+	used := s.guard.used()
+	atHour := slices.Contains(s.opts.DeleteWhen, now.Hour())
+	force := used >= s.opts.DiskForceCleanRatio
+	if !atHour && used < s.opts.DiskMaxUsedRatio && !force {
+		return 0
+	}
+	expiry := now.Add(-s.opts.FileReservedTime).UnixMilli()
+	dispatched := s.dispatched.Load()
+	n, err := s.cl.DeleteSegments(maxDeletesPerRound, func(seg commitlog.SegmentInfo) bool {
+		return seg.End <= dispatched && (force || seg.LastStoreTimestamp <= expiry)
+	})
+	if err != nil {
+		s.log.Error().Err(err).Msg("deleting commit-log segments")
+	}
+	if n == 0 {
+		return 0
+	}
+	minPhy := s.cl.MinOffset()
+	s.log.Info().Int("segments", n).Int64("newMinOffset", minPhy).Bool("forced", force).
+		Float64("diskUsed", used).Msg("deleted expired commit-log segments")
+	if _, err := s.cqs.DeleteBefore(minPhy); err != nil {
+		s.log.Error().Err(err).Msg("deleting consume-queue files")
+	}
+	if s.idx != nil {
+		if _, err := s.idx.DeleteBefore(minPhy); err != nil {
+			s.log.Error().Err(err).Msg("deleting index files")
+		}
+	}
+	return n
+}

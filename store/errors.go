@@ -1,0 +1,19 @@
+package store
+
+import "errors"
+
+// Errors returned by the store. Callers test them with errors.Is.
+var (
+	// ErrDiskFull means writes are refused because the disk is (nearly) full. It resumes by
+	// itself once space is freed; nothing already written is affected.
+	ErrDiskFull = errors.New("store: disk full, writes refused")
+	// ErrClosed means the store has been shut down.
+	ErrClosed = errors.New("store: closed")
+	// ErrMessageIllegal means a record breaks a size or format limit.
+	ErrMessageIllegal = errors.New("store: message illegal")
+	// ErrStorageFailed means a commit-log flush failed: what was acknowledged before may not
+	// be durable, and the store refuses writes until it is restarted.
+	ErrStorageFailed = errors.New("store: storage failed, writes refused")
+	// ErrNotFound means no message exists at the given offset or for the given key.
+	ErrNotFound = errors.New("store: message not found")
+)

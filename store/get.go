@@ -1,0 +1,277 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/message"
+)
+
+// GetStatus is the outcome of GetMessages (RocketMQ's GetMessageStatus).
+type GetStatus uint8
+
+// Statuses. The broker maps them to pull response codes (storage spec §6.2).
+const (
+	// Found: at least one message.
+	Found GetStatus = iota
+	// NoMatchedMessage: units were scanned but the filter matched none (or they were
+	// removed); pull again from NextBeginOffset at once.
+	NoMatchedMessage
+	// NoMessageInQueue: the queue has never held a message.
+	NoMessageInQueue
+	// NoMatchedLogicQueue: the queue does not exist.
+	NoMatchedLogicQueue
+	// OffsetOverflowOne: the offset equals the max offset — nothing new yet.
+	OffsetOverflowOne
+	// OffsetOverflowBadly: the offset is beyond the max offset.
+	OffsetOverflowBadly
+	// OffsetTooSmall: the offset is below the min offset (data deleted).
+	OffsetTooSmall
+)
+
+// String returns RocketMQ's name of the status.
+func (s GetStatus) String() string {
+	switch s {
+	case Found:
+		return "FOUND"
+	case NoMatchedMessage:
+		return "NO_MATCHED_MESSAGE"
+	case NoMessageInQueue:
+		return "NO_MESSAGE_IN_QUEUE"
+	case NoMatchedLogicQueue:
+		return "NO_MATCHED_LOGIC_QUEUE"
+	case OffsetOverflowOne:
+		return "OFFSET_OVERFLOW_ONE"
+	case OffsetOverflowBadly:
+		return "OFFSET_OVERFLOW_BADLY"
+	case OffsetTooSmall:
+		return "OFFSET_TOO_SMALL"
+	default:
+		return fmt.Sprintf("GetStatus(%d)", uint8(s))
+	}
+}
+
+// Read limits of one GetMessages call.
+const (
+	// maxScanUnits bounds the units one call scans (RocketMQ scans max(16000 B, n×20 B)).
+	maxScanUnits = 800
+	// unitBatch is how many units are read from a consume queue at a time.
+	unitBatch = 64
+)
+
+// GetResult is what GetMessages found. Messages are zero-copy slices of the commit log;
+// they stay valid until Release, which the caller must call exactly once (for a pull,
+// after the response has been written to the socket).
+type GetResult struct {
+	Status          GetStatus
+	NextBeginOffset int64
+	MinOffset       int64
+	MaxOffset       int64
+	// Messages are the records, each exactly its stored bytes, in queue order.
+	Messages [][]byte
+	// QueueOffsets are the messages' queue offsets.
+	QueueOffsets []int64
+	// Bytes is the total size of Messages.
+	Bytes int
+
+	views []*commitlog.View
+	units [unitBatch]consumequeue.Unit
+	pool  *sync.Pool
+}
+
+// Release returns the commit-log segments the messages point into.
+func (r *GetResult) Release() {
+	for i, v := range r.views {
+		v.Release()
+		r.views[i] = nil
+	}
+	clear(r.Messages)
+	r.Messages, r.QueueOffsets, r.views = r.Messages[:0], r.QueueOffsets[:0], r.views[:0]
+	r.Bytes = 0
+	if p := r.pool; p != nil {
+		p.Put(r)
+	}
+}
+
+// GetMessages reads up to maxMsgs messages (and about maxBytes bytes; the first message is
+// always taken) from a consume queue starting at offset. filter, if not nil, receives each
+// unit's tags code and decides whether the message is wanted (a tag-hash filter: the
+// caller re-checks the exact tags when hashes may collide). Steady-state calls allocate
+// nothing: results are pooled and messages point into the mapped log.
+func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int, filter func(tagsCode int64) bool) (*GetResult, error) {
+	r, _ := s.results.Get().(*GetResult)
+	if r == nil {
+		r = &GetResult{pool: &s.results}
+	}
+	q, err := s.cqs.Queue(topic, queueID, false)
+	if errors.Is(err, consumequeue.ErrQueueNotFound) || q == nil {
+		r.Status = NoMatchedLogicQueue
+		return r, nil
+	}
+	if err != nil {
+		r.Release()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	r.MinOffset, r.MaxOffset = q.MinOffset(), q.MaxOffset()
+	switch {
+	case r.MaxOffset == 0:
+		r.Status, r.NextBeginOffset = NoMessageInQueue, 0
+		return r, nil
+	case offset < r.MinOffset:
+		r.Status, r.NextBeginOffset = OffsetTooSmall, r.MinOffset
+		return r, nil
+	case offset == r.MaxOffset:
+		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
+		return r, nil
+	case offset > r.MaxOffset:
+		r.Status, r.NextBeginOffset = OffsetOverflowBadly, r.MaxOffset
+		return r, nil
+	}
+	if err := s.collect(r, q, offset, maxMsgs, maxBytes, filter); err != nil {
+		r.Release()
+		return nil, err
+	}
+	if len(r.Messages) > 0 {
+		r.Status = Found
+	} else {
+		r.Status = NoMatchedMessage
+	}
+	return r, nil
+}
+
+// collect fills r from q starting at offset.
+func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMsgs, maxBytes int, filter func(int64) bool) error {
+	next := offset
+	var view *commitlog.View // the segment view messages are cut from
+	minPhy := s.cl.MinOffset()
+scan:
+	for scanned := 0; scanned < maxScanUnits; {
+		n, err := q.Read(next, r.units[:min(unitBatch, maxScanUnits-scanned)])
+		if err != nil && n == 0 {
+			if errors.Is(err, consumequeue.ErrOffsetOutOfRange) {
+				break
+			}
+			return fmt.Errorf("store: read %s at %d: %w", q, next, err)
+		}
+		if n == 0 {
+			break
+		}
+		for _, u := range r.units[:n] {
+			if len(r.Messages) >= maxMsgs || (len(r.Messages) > 0 && r.Bytes+int(u.Size) > maxBytes) {
+				break scan
+			}
+			next++
+			scanned++
+			if filter != nil && !filter(u.TagsCode) {
+				continue
+			}
+			if u.Offset < minPhy {
+				continue // its segment was deleted
+			}
+			if view == nil || u.Offset < view.Offset() || u.End() > view.Offset()+int64(len(view.Bytes())) {
+				v, err := s.readSegmentFrom(u.Offset)
+				if errors.Is(err, commitlog.ErrDeleted) || errors.Is(err, commitlog.ErrOutOfRange) {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("store: read message at %d: %w", u.Offset, err)
+				}
+				r.views = append(r.views, v)
+				view = v
+			}
+			rel := u.Offset - view.Offset()
+			r.Messages = append(r.Messages, view.Bytes()[rel:rel+int64(u.Size):rel+int64(u.Size)])
+			r.QueueOffsets = append(r.QueueOffsets, next-1)
+			r.Bytes += int(u.Size)
+		}
+	}
+	r.NextBeginOffset = next
+	return nil
+}
+
+// readSegmentFrom returns a view from phy to the end of what is readable in its segment.
+func (s *Store) readSegmentFrom(phy int64) (*commitlog.View, error) {
+	seg := s.cl.SegmentSize()
+	end := min((phy/seg+1)*seg, s.cl.MaxOffset())
+	return s.cl.Read(phy, int(end-phy))
+}
+
+// ReadMessage returns the record at a physical offset and the view holding it; the caller
+// releases the view.
+func (s *Store) ReadMessage(phy int64) (message.Record, *commitlog.View, error) {
+	rec, v, err := s.cl.ReadRecord(phy)
+	if err != nil {
+		return rec, nil, fmt.Errorf("%w at %d: %w", ErrNotFound, phy, err)
+	}
+	return rec, v, nil
+}
+
+// MinOffset is the first queue offset still stored (0 for an unknown queue).
+func (s *Store) MinOffset(topic string, queueID int32) int64 {
+	if q, err := s.cqs.Queue(topic, queueID, false); err == nil && q != nil {
+		return q.MinOffset()
+	}
+	return 0
+}
+
+// MaxOffset is the next queue offset to be written (0 for an unknown queue).
+func (s *Store) MaxOffset(topic string, queueID int32) int64 {
+	if q, err := s.cqs.Queue(topic, queueID, false); err == nil && q != nil {
+		return q.MaxOffset()
+	}
+	return 0
+}
+
+// storeTimeOf reads the store timestamp of the record at phy.
+func (s *Store) storeTimeOf(phy int64, _ int32) (int64, error) {
+	rec, v, err := s.cl.ReadRecord(phy)
+	if err != nil {
+		return 0, err
+	}
+	ts := rec.StoreTimestamp
+	v.Release()
+	return ts, nil
+}
+
+// OffsetByTime returns the first queue offset whose store time is ≥ ts (upper=false) or
+// the last whose store time is ≤ ts (upper=true); see consumequeue.Queue.OffsetByTime.
+func (s *Store) OffsetByTime(topic string, queueID int32, ts int64, upper bool) (int64, error) {
+	q, err := s.cqs.Queue(topic, queueID, false)
+	if err != nil || q == nil {
+		return 0, nil //nolint:nilerr // an unknown queue answers offset 0, like RocketMQ
+	}
+	off, err := q.OffsetByTime(ts, s.storeTimeOf, upper)
+	if err != nil {
+		return 0, fmt.Errorf("store: offset by time: %w", err)
+	}
+	return off, nil
+}
+
+// EarliestStoreTime is the store time of the oldest message still in the queue.
+func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
+	q, err := s.cqs.Queue(topic, queueID, false)
+	if err != nil || q == nil {
+		return 0, fmt.Errorf("%w: queue %s/%d", ErrNotFound, topic, queueID)
+	}
+	u, err := q.Get(q.MinOffset())
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return s.storeTimeOf(u.Offset, u.Size)
+}
+
+// DeleteTopic drops a topic's consume queues and queue offsets. Its records stay in the
+// commit log until they expire.
+func (s *Store) DeleteTopic(topic string) error {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	s.topicGen.Add(1)
+	s.cl.RemoveTopic(topic)
+	if err := s.cqs.DeleteTopic(topic); err != nil {
+		return fmt.Errorf("store: delete topic %s: %w", topic, err)
+	}
+	return nil
+}

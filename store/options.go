@@ -1,0 +1,181 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/index"
+	"github.com/ferrymq/ferry/internal/mmap"
+)
+
+// Options configures a Store. Start from DefaultOptions and set Dir.
+type Options struct {
+	// Dir is the store root: commitlog/, consumequeue/, index/, checkpoint and abort live
+	// directly under it (RocketMQ's layout).
+	Dir string
+	// FS is the file system (mmap.OSFS{} for real files, *mmap.MemFS in tests).
+	FS mmap.FS
+	// Logger receives recovery reports, flush and cleanup errors, disk-full transitions.
+	Logger zerolog.Logger
+	// Clock returns the current time (time.Now by default).
+	Clock func() time.Time
+	// StoreHost is written into every record; offset message ids are derived from it.
+	StoreHost netip.AddrPort
+
+	// SegmentSize is the commit-log segment size (1 GiB).
+	SegmentSize int64
+	// FlushMode is commitlog.FlushAsync (default) or commitlog.FlushSync.
+	FlushMode commitlog.FlushMode
+	// FlushInterval, FlushLeastPages, FlushThoroughInterval and SyncFlushTimeout tune the
+	// commit-log flusher (see commitlog.Options).
+	FlushInterval         time.Duration
+	FlushLeastPages       int
+	FlushThoroughInterval time.Duration
+	SyncFlushTimeout      time.Duration
+
+	// UnitsPerFile is the consume-queue file size in 20-byte units (300,000).
+	UnitsPerFile int
+	// IndexSlots and IndexEntries size each index file (5,000,000 and 20,000,000).
+	IndexSlots   int
+	IndexEntries int
+	// IndexEnabled turns the key index on (true).
+	IndexEnabled bool
+
+	// MaxMessageSize bounds a stored body (4 MiB).
+	MaxMessageSize int
+
+	// CheckpointInterval is how often consume queues and the index are flushed and the
+	// checkpoint written (1 s). Recovery after a crash re-dispatches at most this much.
+	CheckpointInterval time.Duration
+
+	// FileReservedTime is how long commit-log segments are kept (72 h).
+	FileReservedTime time.Duration
+	// DeleteWhen lists the local hours at which expired segments are deleted ([4]).
+	DeleteWhen []int
+	// CleanInterval is how often cleanup runs (10 s).
+	CleanInterval time.Duration
+	// DiskMaxUsedRatio: above this used fraction of the disk, expired segments are deleted
+	// at any hour (0.75).
+	DiskMaxUsedRatio float64
+	// DiskForceCleanRatio: above this, the oldest segments are deleted even if not expired
+	// (0.85).
+	DiskForceCleanRatio float64
+	// DiskFullRatio: at or above this, writes are refused with ErrDiskFull until usage
+	// drops (0.90).
+	DiskFullRatio float64
+	// DiskCheckInterval is how often the disk guard samples usage (1 s).
+	DiskCheckInterval time.Duration
+
+	// Notify, if set, is called by the dispatcher after it appends to a consume queue
+	// (topic, queue, the queue's new max offset, the unit's tags code); the broker wakes
+	// long polls with it. It must not block.
+	Notify func(topic string, queueID int32, maxOffset int64, tagsCode int64)
+}
+
+// DefaultOptions returns RocketMQ's defaults on the real file system. Dir must be set.
+func DefaultOptions() Options {
+	return Options{
+		FS:                    mmap.OSFS{},
+		Logger:                zerolog.Nop(),
+		Clock:                 time.Now,
+		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
+		SegmentSize:           commitlog.DefaultSegmentSize,
+		FlushMode:             commitlog.FlushAsync,
+		FlushInterval:         500 * time.Millisecond,
+		FlushLeastPages:       4,
+		FlushThoroughInterval: 10 * time.Second,
+		SyncFlushTimeout:      5 * time.Second,
+		UnitsPerFile:          consumequeue.DefaultUnitsPerFile,
+		IndexSlots:            index.DefaultSlotNum,
+		IndexEntries:          index.DefaultMaxEntries,
+		IndexEnabled:          true,
+		MaxMessageSize:        4 << 20,
+		CheckpointInterval:    time.Second,
+		FileReservedTime:      72 * time.Hour,
+		DeleteWhen:            []int{4},
+		CleanInterval:         10 * time.Second,
+		DiskMaxUsedRatio:      0.75,
+		DiskForceCleanRatio:   0.85,
+		DiskFullRatio:         0.90,
+		DiskCheckInterval:     time.Second,
+	}
+}
+
+// Validate reports every invalid option, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("store: "+format, args...)) }
+	if o.Dir == "" {
+		bad("Dir must be set")
+	}
+	if o.FS == nil {
+		bad("FS must be set")
+	}
+	if o.Clock == nil {
+		bad("Clock must be set")
+	}
+	if o.MaxMessageSize <= 0 {
+		bad("MaxMessageSize must be positive, got %d", o.MaxMessageSize)
+	}
+	if o.UnitsPerFile <= 0 || o.IndexSlots <= 0 || o.IndexEntries <= 0 {
+		bad("UnitsPerFile, IndexSlots and IndexEntries must be positive")
+	}
+	for _, d := range []time.Duration{o.CheckpointInterval, o.CleanInterval, o.DiskCheckInterval} {
+		if d <= 0 {
+			bad("intervals must be positive, got %v", d)
+			break
+		}
+	}
+	if o.FileReservedTime <= 0 {
+		bad("FileReservedTime must be positive, got %v", o.FileReservedTime)
+	}
+	if !(0 < o.DiskMaxUsedRatio && o.DiskMaxUsedRatio <= o.DiskForceCleanRatio && o.DiskForceCleanRatio <= o.DiskFullRatio && o.DiskFullRatio <= 1) {
+		bad("need 0 < DiskMaxUsedRatio <= DiskForceCleanRatio <= DiskFullRatio <= 1, got %v, %v, %v",
+			o.DiskMaxUsedRatio, o.DiskForceCleanRatio, o.DiskFullRatio)
+	}
+	for _, h := range o.DeleteWhen {
+		if h < 0 || h > 23 {
+			bad("DeleteWhen hour %d outside 0..23", h)
+		}
+	}
+	if cl := o.commitLogOptions(); o.FS != nil {
+		if err := cl.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Paths under Dir (RocketMQ's store layout).
+func (o *Options) commitLogDir() string    { return filepath.Join(o.Dir, "commitlog") }
+func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, "consumequeue") }
+func (o *Options) indexDir() string        { return filepath.Join(o.Dir, "index") }
+func (o *Options) checkpointPath() string  { return filepath.Join(o.Dir, checkpointName) }
+func (o *Options) abortPath() string       { return filepath.Join(o.Dir, "abort") }
+
+func (o *Options) commitLogOptions() commitlog.Options {
+	c := commitlog.DefaultOptions()
+	c.Dir = o.commitLogDir()
+	c.FS = o.FS
+	c.SegmentSize = o.SegmentSize
+	c.FlushMode = o.FlushMode
+	c.FlushInterval = o.FlushInterval
+	c.FlushLeastPages = o.FlushLeastPages
+	c.FlushThoroughInterval = o.FlushThoroughInterval
+	c.SyncFlushTimeout = o.SyncFlushTimeout
+	c.StoreHost = o.StoreHost
+	c.Logger = o.Logger
+	c.Clock = o.Clock
+	return c
+}
+
+func (o *Options) consumeQueueOptions() consumequeue.Options {
+	return consumequeue.Options{Root: o.consumeQueueDir(), FS: o.FS, UnitsPerFile: o.UnitsPerFile}
+}
