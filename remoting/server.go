@@ -113,6 +113,7 @@ type Server struct {
 	evl      netpoll.EventLoop
 	addr     net.Addr
 	wg       sync.WaitGroup // owned goroutines: serve loop, idle sweeper
+	served   chan struct{}  // closed when the serve loop returns
 	stop     chan struct{}
 	shutdown sync.Once
 	errServe error
@@ -129,6 +130,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		pools:  make(map[string]*workerPool, len(opts.Pools)),
 		routes: make(map[int16]route),
 		stop:   make(chan struct{}),
+		served: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[uint64]*serverConn)
@@ -176,6 +178,7 @@ func (s *Server) Start(ln net.Listener) error {
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
+		defer close(s.served)
 		if err := evl.Serve(ln); err != nil && !s.closing.Load() {
 			s.log.Error().Err(err).Msg("serve loop ended")
 			s.errServe = err
@@ -205,7 +208,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.cancel()
 		if s.evl != nil {
-			if e := s.evl.Shutdown(ctx); e != nil && err == nil {
+			if e := s.stopEventLoop(ctx); e != nil && err == nil {
 				err = fmt.Errorf("remoting: closing connections: %w", e)
 			}
 		}
@@ -222,6 +225,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// stopEventLoop shuts the netpoll event loop down. netpoll's Shutdown does nothing when
+// its Serve has not registered the listener yet (Shutdown right after Start), so it is
+// repeated until the serve goroutine has returned.
+func (s *Server) stopEventLoop(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := s.evl.Shutdown(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-s.served:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // conns returns a snapshot of the open connections.

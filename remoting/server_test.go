@@ -596,3 +596,17 @@ func TestZeroCopyBodiesAndWrittenCallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, big, resp.Body)
 }
+
+// Shutdown right after Start must not hang (netpoll's Serve may not have begun yet).
+func TestShutdownRightAfterStart(t *testing.T) {
+	for range 20 {
+		s, err := NewServer(DefaultServerOptions())
+		require.NoError(t, err)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		require.NoError(t, s.Start(ln))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		require.NoError(t, s.Shutdown(ctx))
+		cancel()
+	}
+}
