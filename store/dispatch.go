@@ -168,8 +168,14 @@ func (s *Store) dispatchQueue(d *dispatcher, topic []byte, queueID int32) (*cons
 	return q, nil
 }
 
-// tagsCode is the consume-queue tags code of a record: the Java hash of its TAGS.
+// tagsCode is the consume-queue tags code of a record: Options.TagsCode's, or the Java
+// hash of its TAGS.
 func (s *Store) tagsCode(rec *message.Record) int64 {
+	if s.opts.TagsCode != nil {
+		if code, ok := s.opts.TagsCode(rec); ok {
+			return code
+		}
+	}
 	if tags, ok := message.LookupProperty(rec.Properties, message.PropertyTags); ok && len(tags) > 0 {
 		return message.TagsHashBytes(tags)
 	}

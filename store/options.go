@@ -13,6 +13,7 @@ import (
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/index"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
 )
 
 // Options configures a Store. Start from DefaultOptions and set Dir.
@@ -72,6 +73,10 @@ type Options struct {
 	DiskFullRatio float64
 	// DiskCheckInterval is how often the disk guard samples usage (1 s).
 	DiskCheckInterval time.Duration
+
+	// TagsCode, if set, may override the consume-queue tags code of a record (the schedule
+	// service stores delivery times there); ok=false keeps the TAGS hash.
+	TagsCode func(rec *message.Record) (code int64, ok bool)
 
 	// Notify, if set, is called by the dispatcher after it appends to a consume queue
 	// (topic, queue, the queue's new max offset, the unit's tags code); the broker wakes
