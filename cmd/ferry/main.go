@@ -1,43 +1,55 @@
 // Command ferry runs Ferry's servers: `ferry namesrv`, `ferry broker` and `ferry standalone`
-// (a name server and a broker in one process).
+// (a name server and a broker in one process, data under --data-dir, ./data by default).
 //
 // Configuration comes from defaults, then the --config YAML file, then FERRY_* environment
-// variables, then explicit flags (see package conf). Until the broker lands, the command
-// loads and validates the configuration and reports that serving is not available yet.
+// variables, then explicit flags (see package conf). SIGINT or SIGTERM shuts down
+// gracefully within 10 s: stop accepting, finish in-flight requests, flush, persist
+// offsets and configs, unregister from the name servers.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/logging"
+	"github.com/ferrymq/ferry/nameserver"
 )
 
-// errNotYet is returned by the server modes until the name server and broker exist.
-var errNotYet = errors.New("serving is available once the broker lands (issue: name server and broker)")
+// shutdownTimeout bounds a graceful shutdown.
+const shutdownTimeout = 10 * time.Second
 
 const usage = `usage: ferry <command> [flags]
 
 commands:
   standalone   name server and broker in one process (data under --data-dir, default ./data)
   namesrv      name server only
-  broker       broker only
-  config       print the effective configuration keys and exit
+  broker       broker only (registers with --namesrv-addr)
+  config       print every configuration key and exit
 
 flags:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run is main without the process exit, for tests.
-func run(args []string, stdout, stderr io.Writer) int {
+// run is main without the process exit; it serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("ferry", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conf.BindFlags(fs)
@@ -70,13 +82,105 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "standalone", "namesrv", "broker":
-		log.Info().Str("mode", mode).Str("dataDir", cfg.Broker.DataDir).
-			Str("namesrv", cfg.NameServer.Listen).Str("broker", cfg.Broker.Listen).Msg("configuration valid")
-		fmt.Fprintln(stderr, "ferry:", errNotYet)
-		return 3
+		if err := serve(ctx, mode, cfg, log); err != nil {
+			log.Error().Err(err).Msg("ferry stopped with an error")
+			fmt.Fprintln(stderr, "ferry:", err)
+			return 1
+		}
+		return 0
 	default:
 		fmt.Fprintf(stderr, "ferry: unknown command %q\n", mode)
 		fs.Usage()
 		return 2
 	}
+}
+
+// stopper is a server that shuts down gracefully.
+type stopper interface {
+	Shutdown(ctx context.Context) error
+}
+
+// serve starts the servers of mode and shuts them down when ctx ends.
+func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logger) error {
+	var started []stopper
+	shutdown := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		var errs []error
+		for i := len(started) - 1; i >= 0; i-- { // broker before name server
+			errs = append(errs, started[i].Shutdown(sctx))
+		}
+		return errors.Join(errs...)
+	}
+	if mode != "broker" {
+		ns, err := startNameServer(cfg, log)
+		if err != nil {
+			return err
+		}
+		started = append(started, ns)
+		if mode == "standalone" && !flagOrEnvSetsNamesrv(cfg) {
+			cfg.Broker.NamesrvAddrs = []string{ns.Addr()}
+		}
+	}
+	if mode != "namesrv" {
+		b, err := startBroker(cfg, log)
+		if err != nil {
+			return errors.Join(err, shutdown())
+		}
+		started = append(started, b)
+	}
+	log.Info().Str("mode", mode).Msg("ferry is ready")
+	<-ctx.Done()
+	log.Info().Msg("shutting down")
+	return shutdown()
+}
+
+// flagOrEnvSetsNamesrv reports whether the broker's name-server list was configured
+// explicitly rather than left at its default.
+func flagOrEnvSetsNamesrv(cfg *conf.Config) bool {
+	def := conf.DefaultBrokerConfig().NamesrvAddrs
+	if len(def) != len(cfg.Broker.NamesrvAddrs) {
+		return true
+	}
+	for i := range def {
+		if def[i] != cfg.Broker.NamesrvAddrs[i] {
+			return true
+		}
+	}
+	return false
+}
+
+func startNameServer(cfg *conf.Config, log zerolog.Logger) (*nameserver.Server, error) {
+	o := nameserver.DefaultOptions()
+	n := cfg.NameServer
+	o.Listen, o.BrokerExpiry, o.ScanInterval = n.Listen, n.BrokerExpiry, n.ScanInterval
+	o.MaxFrameSize, o.IdleTimeout = int(n.MaxFrameSize), n.IdleTimeout
+	o.Logger = log.With().Str("server", "namesrv").Logger()
+	ns, err := nameserver.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := ns.ListenAndStart(); err != nil {
+		return nil, err
+	}
+	log.Info().Str("listen", ns.Addr()).Msg("name server listening")
+	return ns, nil
+}
+
+func startBroker(cfg *conf.Config, log zerolog.Logger) (*broker.Broker, error) {
+	o := broker.DefaultOptions()
+	o.Config = cfg.Broker
+	o.Logger = log.With().Str("server", "broker").Logger()
+	b, err := broker.New(o)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Broker.Listen)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("broker listen: %w", err), b.Shutdown(context.Background()))
+	}
+	if err := b.Start(ln); err != nil {
+		return nil, errors.Join(err, b.Shutdown(context.Background()))
+	}
+	return b, nil
 }

@@ -1,25 +1,94 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 func TestRunRejectsBadConfigNamingTheKey(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"standalone", "--broker-listen", "bad", "--data-dir", t.TempDir()}, &out, &errb)
+	code := run(context.Background(), []string{"standalone", "--broker-listen", "bad", "--data-dir", t.TempDir()}, &out, &errb)
 	require.Equal(t, 1, code)
 	require.Contains(t, errb.String(), "broker.listen")
 }
 
 func TestRunUsageAndConfig(t *testing.T) {
 	var out, errb bytes.Buffer
-	require.Equal(t, 2, run(nil, &out, &errb))
+	require.Equal(t, 2, run(context.Background(), nil, &out, &errb))
 	require.Contains(t, errb.String(), "standalone")
 	out.Reset()
-	require.Equal(t, 0, run([]string{"config"}, &out, &errb))
+	require.Equal(t, 0, run(context.Background(), []string{"config"}, &out, &errb))
 	require.Contains(t, out.String(), "broker.dataDir")
-	require.Equal(t, 2, run([]string{"nope"}, &out, &errb))
+	require.Equal(t, 2, run(context.Background(), []string{"nope"}, &out, &errb))
+}
+
+// freePort returns a currently free loopback address.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// The real binary in standalone mode: it serves both ports, lays the store out under
+// --data-dir, and exits cleanly within 10 s of SIGTERM.
+func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "ferry")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+	data := t.TempDir()
+	ns, br := freePort(t), freePort(t)
+	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns, "--broker-listen", br, "--log-level", "info")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	ready := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "ferry is ready") {
+			ready = true
+			break
+		}
+	}
+	require.True(t, ready, "ferry reported ready")
+	go func() {
+		for sc.Scan() { // drain the rest of the log
+		}
+	}()
+	for _, addr := range []string{ns, br} {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		require.NoError(t, err, addr)
+		require.NoError(t, c.Close())
+	}
+	for _, p := range []string{"commitlog", "consumequeue", "config", "checkpoint", "abort"} {
+		_, err := os.Stat(filepath.Join(data, p))
+		require.NoError(t, err, "%s under the data dir", p)
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "clean exit")
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("ferry did not exit within 15 s of SIGTERM")
+	}
+	require.Less(t, time.Since(start), 10*time.Second)
+	_, err = os.Stat(filepath.Join(data, "abort"))
+	require.True(t, os.IsNotExist(err), "abort file removed by the clean shutdown")
 }

@@ -1,0 +1,193 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/protocol"
+)
+
+// longPollSweep is how often held pulls are checked for new messages and timeouts.
+const longPollSweep = 100 * time.Millisecond
+
+// queueKey names one topic queue.
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+// heldPull is a parked pull request.
+type heldPull struct {
+	p        *pullRequest
+	deadline time.Time
+}
+
+// longPoll parks pull requests that found nothing and replays them when the dispatcher
+// adds a message to their queue or when their timeout passes. Replays run on the holder's
+// own goroutine, never on the dispatcher's.
+type longPoll struct {
+	b     *Broker
+	ready chan []*heldPull
+	mu    struct {
+		sync.Mutex
+		held map[queueKey][]*heldPull
+	}
+}
+
+func newLongPoll(b *Broker) *longPoll {
+	lp := &longPoll{b: b, ready: make(chan []*heldPull, 1024)}
+	lp.mu.held = make(map[queueKey][]*heldPull)
+	return lp
+}
+
+// hold parks p until a message arrives or its suspend timeout (capped by the broker's
+// settings) passes.
+func (lp *longPoll) hold(p *pullRequest) {
+	timeout := time.Duration(p.h.SuspendTimeoutMillis) * time.Millisecond
+	if !lp.b.cfg.LongPollingEnable {
+		timeout = min(timeout, lp.b.cfg.ShortPollingTimeout)
+	}
+	timeout = max(timeout, 0)
+	hp := &heldPull{p: p, deadline: lp.b.opts.Clock().Add(timeout)}
+	k := queueKey{p.h.Topic, p.h.QueueID}
+	lp.mu.Lock()
+	lp.mu.held[k] = append(lp.mu.held[k], hp)
+	lp.mu.Unlock()
+	// A message may have been dispatched between the read and the hold.
+	if lp.b.store.MaxOffset(k.topic, k.queueID) > p.h.QueueOffset {
+		lp.notify(k.topic, k.queueID, lp.b.store.MaxOffset(k.topic, k.queueID))
+	}
+}
+
+// notify is called by the dispatcher after a queue grew to maxOffset. It must not block.
+func (lp *longPoll) notify(topic string, queueID int32, maxOffset int64) {
+	lp.mu.Lock()
+	list := lp.mu.held[queueKey{topic, queueID}]
+	if len(list) == 0 {
+		lp.mu.Unlock()
+		return
+	}
+	var wake, keep []*heldPull
+	for _, hp := range list {
+		if maxOffset > hp.p.h.QueueOffset {
+			wake = append(wake, hp)
+		} else {
+			keep = append(keep, hp)
+		}
+	}
+	if len(keep) == 0 {
+		delete(lp.mu.held, queueKey{topic, queueID})
+	} else {
+		lp.mu.held[queueKey{topic, queueID}] = keep
+	}
+	lp.mu.Unlock()
+	if len(wake) > 0 {
+		select {
+		case lp.ready <- wake:
+		default:
+			// The replay queue is full: leave them to the sweeper.
+			lp.mu.Lock()
+			k := queueKey{topic, queueID}
+			lp.mu.held[k] = append(lp.mu.held[k], wake...)
+			lp.mu.Unlock()
+		}
+	}
+}
+
+// run replays woken pulls and sweeps for timeouts until the broker stops.
+func (lp *longPoll) run() {
+	t := time.NewTicker(longPollSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-lp.b.stop:
+			return
+		case list := <-lp.ready:
+			lp.replay(list)
+		case <-t.C:
+			lp.sweep()
+		}
+	}
+}
+
+// sweep replays held pulls whose queue has grown or whose deadline passed.
+func (lp *longPoll) sweep() {
+	now := lp.b.opts.Clock()
+	var due []*heldPull
+	lp.mu.Lock()
+	for k, list := range lp.mu.held {
+		maxOff := lp.b.store.MaxOffset(k.topic, k.queueID)
+		keep := list[:0]
+		for _, hp := range list {
+			if maxOff > hp.p.h.QueueOffset || !now.Before(hp.deadline) {
+				due = append(due, hp)
+			} else {
+				keep = append(keep, hp)
+			}
+		}
+		if len(keep) == 0 {
+			delete(lp.mu.held, k)
+		} else {
+			lp.mu.held[k] = keep
+		}
+	}
+	lp.mu.Unlock()
+	lp.replay(due)
+}
+
+// replay answers held pulls by pulling again without suspension.
+func (lp *longPoll) replay(list []*heldPull) {
+	for _, hp := range list {
+		resp := lp.b.pull(hp.p, false)
+		if err := hp.p.ch.Reply(hp.p.req, resp); err != nil {
+			lp.b.log.Debug().Err(err).Str("topic", hp.p.h.Topic).Msg("answering a held pull")
+		}
+	}
+}
+
+// dropChannel forgets the held pulls of a closed connection (they are answered with
+// nothing, which ends them for the remoting server).
+func (lp *longPoll) dropChannel(id uint64) {
+	var gone []*heldPull
+	lp.mu.Lock()
+	for k, list := range lp.mu.held {
+		keep := list[:0]
+		for _, hp := range list {
+			if hp.p.ch.ID() == id {
+				gone = append(gone, hp)
+			} else {
+				keep = append(keep, hp)
+			}
+		}
+		if len(keep) == 0 {
+			delete(lp.mu.held, k)
+		} else {
+			lp.mu.held[k] = keep
+		}
+	}
+	lp.mu.Unlock()
+	for _, hp := range gone {
+		_ = hp.p.ch.Reply(hp.p.req, respond(hp.p.req, protocol.PullNotFound, "connection closed"))
+	}
+}
+
+// releaseAll answers every held pull at once (shutdown).
+func (lp *longPoll) releaseAll() {
+	lp.mu.Lock()
+	var all []*heldPull
+	for k, list := range lp.mu.held {
+		all = append(all, list...)
+		delete(lp.mu.held, k)
+	}
+	lp.mu.Unlock()
+	for {
+		select {
+		case list := <-lp.ready:
+			all = append(all, list...)
+			continue
+		default:
+		}
+		break
+	}
+	lp.replay(all)
+}

@@ -1,0 +1,90 @@
+package broker
+
+// QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30),
+// GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32), SEARCH_OFFSET_BY_TIMESTAMP (29).
+//
+// Behaviour: offsets always come back in an `offset` ext field (the Go client reads it
+// without checking the code). A group with no committed offset gets 0 when the queue has
+// never lost messages to cleanup and is not empty (so a new group sees what was sent
+// before it started, as RocketMQ does while offset 0 is still cached), else
+// QUERY_NOT_FOUND. A negative commit (the Go client sends −1 for "nothing consumed") is
+// ignored.
+
+import (
+	"context"
+
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// offsetResponse answers SUCCESS with an offset.
+func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
+	resp := respond(req, protocol.Success, "")
+	resp.ExtFields = protocol.NewExt(&protocol.OffsetResponseHeader{Offset: offset})
+	return resp
+}
+
+func (b *Broker) handleQueryConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.QueryConsumerOffsetRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	if off, ok := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID); ok {
+		return offsetResponse(req, off), nil
+	}
+	if h.ZeroIfNotFound() && b.store.MinOffset(h.Topic, h.QueueID) == 0 && b.store.MaxOffset(h.Topic, h.QueueID) > 0 {
+		return offsetResponse(req, 0), nil
+	}
+	return respond(req, protocol.QueryNotFound, "no offset stored for this group and queue"), nil
+}
+
+func (b *Broker) handleUpdateConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.UpdateConsumerOffsetRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	return respond(req, protocol.Success, ""), nil
+}
+
+func (b *Broker) handleGetMaxOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetMaxOffsetRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	return offsetResponse(req, b.store.MaxOffset(h.Topic, h.QueueID)), nil
+}
+
+func (b *Broker) handleGetMinOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetMinOffsetRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	return offsetResponse(req, b.store.MinOffset(h.Topic, h.QueueID)), nil
+}
+
+func (b *Broker) handleEarliestStoreTime(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetEarliestMsgStoretimeRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	ts, err := b.store.EarliestStoreTime(h.Topic, h.QueueID)
+	if err != nil {
+		ts = 0
+	}
+	resp := respond(req, protocol.Success, "")
+	resp.ExtFields = protocol.NewExt(&protocol.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts})
+	return resp, nil
+}
+
+func (b *Broker) handleSearchOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.SearchOffsetRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	off, err := b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == protocol.BoundaryUpper)
+	if err != nil {
+		return nil, fail(protocol.SystemError, "%v", err)
+	}
+	return offsetResponse(req, off), nil
+}

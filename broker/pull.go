@@ -1,0 +1,174 @@
+package broker
+
+// PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361).
+//
+// Behaviour: check the group (auto-created) and topic, the read permission and the queue
+// id; take the subscription from the request (sysflag 0x4) or from the group's heartbeat
+// (SUBSCRIPTION_NOT_EXIST when missing); store the piggy-backed commit offset (sysflag
+// 0x1); read up to maxMsgNums messages, filtering by tag hashes recomputed from the tag
+// strings (the Go client's codeSet hashes UTF-8 bytes and would drop non-ASCII tags); send
+// the stored records as the body without copying them. When nothing is new and the
+// request allows suspension (0x2), hold it until a message arrives in that queue or the
+// requested timeout passes (long polling), then answer.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/store"
+)
+
+// maxPullBytes bounds one pull response body (RocketMQ: 256 KiB in memory).
+const maxPullBytes = 256 << 10
+
+// pullRequest is a decoded pull with its filter, kept while the request is held.
+type pullRequest struct {
+	ch     remoting.Channel
+	req    *remoting.Command
+	h      protocol.PullMessageRequestHeader
+	filter *tagFilter
+}
+
+// handlePull serves a pull request.
+func (b *Broker) handlePull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	h := protocol.PullMessageRequestHeader{}
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode pull header: %v", err)
+	}
+	gcfg, _, err := b.groups.FindOrCreate(h.ConsumerGroup)
+	if err != nil {
+		return nil, fail(protocol.SubscriptionGroupNotExist, "subscription group %s: %v", h.ConsumerGroup, err)
+	}
+	if !gcfg.ConsumeEnable {
+		return nil, fail(protocol.NoPermission, "group %s may not consume", h.ConsumerGroup)
+	}
+	tcfg, ok := b.topics.Get(h.Topic)
+	if !ok {
+		return nil, fail(protocol.TopicNotExist, "topic %s does not exist", h.Topic)
+	}
+	if !protocol.PermReadable(tcfg.Perm) {
+		return nil, fail(protocol.NoPermission, "topic %s is not readable", h.Topic)
+	}
+	if h.QueueID < 0 || h.QueueID >= tcfg.ReadQueueNums {
+		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d read queues)", h.QueueID, h.Topic, tcfg.ReadQueueNums)
+	}
+	var filter *tagFilter
+	if h.SysFlag&protocol.PullFlagSubscription != 0 {
+		if h.ExpressionType != "" && h.ExpressionType != "TAG" {
+			return nil, fail(protocol.SubscriptionParseFailed, "expression type %s is not supported", h.ExpressionType)
+		}
+		filter = parseTagExpression(h.Subscription)
+	} else {
+		sub, ok := b.clients.Subscription(h.ConsumerGroup, h.Topic)
+		if !ok {
+			return nil, fail(protocol.SubscriptionNotExist, "group %s has no subscription for %s; heartbeat first", h.ConsumerGroup, h.Topic)
+		}
+		filter = tagFilterFrom(sub.SubString, sub.TagsSet)
+	}
+	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.BrokerID == 0 {
+		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	}
+	p := &pullRequest{ch: ch, req: req, h: h, filter: filter}
+	suspend := h.SysFlag&protocol.PullFlagSuspend != 0
+	return b.pull(p, suspend), nil
+}
+
+// pull reads messages for p. With suspend, an empty result parks the request and pull
+// returns nil: the long-poll holder answers it later.
+func (b *Broker) pull(p *pullRequest, suspend bool) *remoting.Command {
+	h := &p.h
+	var filter func(int64) bool
+	if p.filter != nil {
+		filter = p.filter.matchCode
+	}
+	r, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, int(max(h.MaxMsgNums, 1)), maxPullBytes, filter)
+	if err != nil {
+		return respond(p.req, protocol.SystemError, err.Error())
+	}
+	code, next := pullCode(r.Status, h.QueueOffset, r)
+	if code == protocol.PullNotFound && suspend {
+		r.Release()
+		b.polls.hold(p)
+		return nil
+	}
+	resp := respond(p.req, code, "")
+	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}
+	resp.ExtFields = protocol.NewExt(&rh)
+	if code == protocol.Success {
+		resp.BodyVec = r.Messages
+		resp.OnWritten = func(error) { r.Release() }
+	} else {
+		r.Release()
+	}
+	return resp
+}
+
+// pullCode maps a store status to the pull response code and next offset (spec §6.2).
+func pullCode(st store.GetStatus, offset int64, r *store.GetResult) (protocol.ResponseCode, int64) {
+	switch st {
+	case store.Found:
+		return protocol.Success, r.NextBeginOffset
+	case store.NoMatchedMessage:
+		return protocol.PullRetryImmediately, r.NextBeginOffset
+	case store.NoMessageInQueue, store.NoMatchedLogicQueue:
+		if offset != 0 {
+			return protocol.PullOffsetMoved, 0
+		}
+		return protocol.PullNotFound, 0
+	case store.OffsetOverflowOne:
+		return protocol.PullNotFound, offset
+	default: // OffsetOverflowBadly, OffsetTooSmall
+		return protocol.PullOffsetMoved, r.NextBeginOffset
+	}
+}
+
+// tagFilter matches the tags of a TAG subscription by Java hash.
+type tagFilter struct {
+	codes map[int64]struct{}
+}
+
+// matchCode reports whether a consume-queue tags code may match.
+func (f *tagFilter) matchCode(code int64) bool {
+	_, ok := f.codes[code]
+	return ok
+}
+
+// parseTagExpression parses "*" (nil: everything), or "a || b".
+func parseTagExpression(expr string) *tagFilter {
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == protocol.SubscribeAll {
+		return nil
+	}
+	var tags []string
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tagFilterFrom(expr, tags)
+}
+
+// tagFilterFrom builds a filter from a subscription's tag strings, hashing them the Java
+// way so non-ASCII tags match what the dispatcher stored.
+func tagFilterFrom(sub string, tags []string) *tagFilter {
+	if strings.TrimSpace(sub) == protocol.SubscribeAll || sub == "" || len(tags) == 0 {
+		return nil
+	}
+	f := &tagFilter{codes: make(map[int64]struct{}, len(tags))}
+	for _, t := range tags {
+		f.codes[message.TagsHash(t)] = struct{}{}
+	}
+	return f
+}
+
+// String describes the filter for logs.
+func (f *tagFilter) String() string {
+	if f == nil {
+		return "*"
+	}
+	return fmt.Sprintf("%d tags", len(f.codes))
+}

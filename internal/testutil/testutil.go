@@ -1,0 +1,141 @@
+// Package testutil starts Ferry's servers in-process for tests: a name server and a broker
+// on 127.0.0.1:0 with a temporary data directory, restartable on the same directory and
+// port, plus polling helpers so tests never sleep.
+package testutil
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/broker"
+	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/nameserver"
+	"github.com/ferrymq/ferry/store"
+)
+
+// Cluster is one name server and one broker running in the test process.
+type Cluster struct {
+	NameServer  *nameserver.Server
+	Broker      *broker.Broker
+	NamesrvAddr string
+	BrokerAddr  string
+	Dir         string
+	cfg         conf.BrokerConfig
+	tune        func(*store.Options)
+	log         zerolog.Logger
+}
+
+// Option adjusts a Cluster before it starts.
+type Option func(*Cluster)
+
+// WithBrokerConfig edits the broker configuration.
+func WithBrokerConfig(f func(*conf.BrokerConfig)) Option {
+	return func(c *Cluster) { f(&c.cfg) }
+}
+
+// WithStoreOptions edits the store options (small segments, fast checkpoints, ...).
+func WithStoreOptions(f func(*store.Options)) Option {
+	return func(c *Cluster) { c.tune = f }
+}
+
+// WithLogger sends server logs to log.
+func WithLogger(log zerolog.Logger) Option {
+	return func(c *Cluster) { c.log = log }
+}
+
+// StartCluster starts a name server and a broker registered with it, and stops both at
+// cleanup.
+func StartCluster(t testing.TB, opts ...Option) *Cluster {
+	t.Helper()
+	c := &Cluster{Dir: t.TempDir(), cfg: conf.DefaultBrokerConfig(), log: zerolog.Nop()}
+	c.cfg.DataDir = c.Dir
+	c.cfg.Listen = "127.0.0.1:0"
+	c.cfg.CommitLogSegmentSize = 64 << 20
+	for _, o := range opts {
+		o(c)
+	}
+	no := nameserver.DefaultOptions()
+	no.Logger = c.log
+	ns, err := nameserver.New(no)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ns.Start(ln))
+	c.NameServer = ns
+	c.NamesrvAddr = ns.Addr()
+	c.cfg.NamesrvAddrs = []string{c.NamesrvAddr}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c.Broker != nil {
+			require.NoError(t, c.Broker.Shutdown(ctx))
+		}
+		require.NoError(t, ns.Shutdown(ctx))
+	})
+	bln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c.BrokerAddr = bln.Addr().String()
+	c.startBroker(t, bln)
+	return c
+}
+
+// startBroker starts a broker on ln with the cluster's configuration.
+func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
+	t.Helper()
+	cfg := c.cfg
+	cfg.Listen = c.BrokerAddr
+	cfg.AdvertisedAddr = c.BrokerAddr
+	bo := broker.DefaultOptions()
+	bo.Config = cfg
+	bo.Logger = c.log
+	bo.TuneStore = c.tune
+	b, err := broker.New(bo)
+	require.NoError(t, err)
+	started := time.Now()
+	require.NoError(t, b.Start(ln))
+	c.Broker = b
+	// Wait for this broker's own registration (not for a TBW102 route: there is none
+	// when auto-creation is off, and after a restart an old route may linger).
+	Eventually(t, 10*time.Second, func() bool {
+		for _, bi := range c.NameServer.Table().Brokers() {
+			if bi.Addr == c.BrokerAddr && !bi.LastUpdate.Before(started) {
+				return true
+			}
+		}
+		return false
+	}, "broker registered with the name server")
+}
+
+// RestartBroker shuts the broker down cleanly and starts a new one on the same data
+// directory and address.
+func (c *Cluster) RestartBroker(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Broker.Shutdown(ctx))
+	c.Broker = nil
+	var ln net.Listener
+	Eventually(t, 10*time.Second, func() bool {
+		var err error
+		ln, err = net.Listen("tcp", c.BrokerAddr)
+		return err == nil
+	}, "broker address free again")
+	c.startBroker(t, ln)
+}
+
+// Eventually polls cond every millisecond until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for: %s", timeout, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

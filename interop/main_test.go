@@ -1,0 +1,105 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("error")
+	os.Exit(m.Run())
+}
+
+// seq numbers client instances so each gets its own client object in the Go client.
+var seq atomic.Int64
+
+func instance(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
+// newProducer starts an official producer against the cluster.
+func newProducer(t *testing.T, c *testutil.Cluster, group string) rocketmq.Producer {
+	t.Helper()
+	p, err := rocketmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+		producer.WithGroupName(group),
+		producer.WithInstanceName(instance("p")),
+		producer.WithRetry(2),
+	)
+	require.NoError(t, err)
+	require.NoError(t, p.Start())
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
+}
+
+// collector records deliveries per message body.
+type collector struct {
+	mu    sync.Mutex
+	count map[string]int
+	total atomic.Int64
+}
+
+func newCollector() *collector { return &collector{count: map[string]int{}} }
+
+func (c *collector) handler(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	c.mu.Lock()
+	for _, m := range msgs {
+		c.count[string(m.Body)]++
+	}
+	c.mu.Unlock()
+	c.total.Add(int64(len(msgs)))
+	return consumer.ConsumeSuccess, nil
+}
+
+// newPushConsumer starts an official push consumer subscribed to topic with expr.
+func newPushConsumer(t *testing.T, c *testutil.Cluster, group, topic, expr string, h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
+	all := append([]consumer.Option{
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance("c")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	}, opts...)
+	pc, err := rocketmq.NewPushConsumer(all...)
+	require.NoError(t, err)
+	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr}, h))
+	require.NoError(t, pc.Start())
+	t.Cleanup(func() { _ = pc.Shutdown() }) // Shutdown is idempotent; tests may stop it earlier
+	return pc
+}
+
+func TestSendAndConsumeWithOfficialClient(t *testing.T) {
+	c := testutil.StartCluster(t)
+	p := newProducer(t, c, "pg-basic")
+	const n = 200
+	for i := range n {
+		msg := primitive.NewMessage("BasicTopic", []byte(fmt.Sprintf("msg-%d", i)))
+		msg.WithTag("TagA")
+		msg.WithKeys([]string{fmt.Sprintf("key-%d", i)})
+		res, err := p.SendSync(context.Background(), msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+		require.Len(t, res.OffsetMsgID, 32)
+	}
+	col := newCollector()
+	pc := newPushConsumer(t, c, "cg-basic", "BasicTopic", "*", col.handler)
+	defer pc.Shutdown()
+	testutil.Eventually(t, 60*time.Second, func() bool { return col.total.Load() >= n }, "all messages consumed")
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for i := range n {
+		require.GreaterOrEqual(t, col.count[fmt.Sprintf("msg-%d", i)], 1, "msg-%d delivered", i)
+	}
+}
