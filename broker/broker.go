@@ -33,6 +33,7 @@ import (
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/schedule"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -91,6 +92,9 @@ type Broker struct {
 	offsets *offsets.Store
 	clients *clients.Registry
 	polls   *longPoll
+	sched   *schedule.Service
+	locks   *queueLocks
+	delay   func(*message.Record) error // moves a record asking for a delay into the schedule topics
 	server  *remoting.Server
 	nsrv    *remoting.Client
 
@@ -154,14 +158,33 @@ func (b *Broker) openParts() error {
 	so.DiskMaxUsedRatio = float64(cfg.DiskMaxUsedRatio) / 100
 	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
 	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
-	so.Notify = func(topic string, queueID int32, maxOffset, _ int64) { b.polls.notify(topic, queueID, maxOffset) }
+	levels, err := cfg.DelayLevelDurations()
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	so.TagsCode = schedule.TagsCoder(levels)
+	so.Notify = func(topic string, queueID int32, maxOffset, _ int64) {
+		b.polls.notify(topic, queueID, maxOffset)
+		if b.sched != nil {
+			b.sched.Notify(topic, queueID, maxOffset)
+		}
+	}
 	if o.TuneStore != nil {
 		o.TuneStore(&so)
 	}
 	b.polls = newLongPoll(b)
-	var err error
+	b.locks = newQueueLocks()
 	if b.store, err = store.Open(so); err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	sco := schedule.DefaultOptions()
+	sco.Dir, sco.FS, sco.Store, sco.Levels, sco.Logger, sco.Clock = cfg.DataDir, o.FS, b.store, levels, o.Logger, o.Clock
+	if b.sched, err = schedule.New(sco); err != nil {
+		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+	}
+	b.delay = func(rec *message.Record) error {
+		_, _, err := b.sched.Rewrite(rec, nil)
+		return err
 	}
 	to := topicconf.DefaultOptions()
 	to.Dir, to.FS, to.Logger, to.Now = cfg.DataDir, o.FS, o.Logger, o.Clock
@@ -219,6 +242,7 @@ func (b *Broker) Start(ln net.Listener) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.store.Start()
+	b.sched.Start()
 	if err := srv.Start(ln); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
@@ -262,7 +286,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			b.unregisterAll(ctx)
 			errs = append(errs, b.nsrv.Close())
 		}
-		errs = append(errs, b.offsets.Close(), b.store.Shutdown(ctx))
+		errs = append(errs, b.offsets.Close(), b.sched.Shutdown(ctx), b.store.Shutdown(ctx))
 		b.log.Info().Msg("broker stopped")
 	})
 	return errors.Join(errs...)

@@ -31,6 +31,9 @@ func (b *Broker) registerHandlers() error {
 		{protocol.UpdateAndCreateTopic, poolAdmin, b.handleCreateTopic},
 		{protocol.DeleteTopicInBroker, poolAdmin, b.handleDeleteTopic},
 		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.handleAllSubscriptionGroups},
+		{protocol.ConsumerSendMsgBack, poolSend, b.handleSendBack},
+		{protocol.LockBatchMQ, remoting.DefaultPool, b.handleLockBatch},
+		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.handleUnlockBatch},
 	}
 	for _, r := range routes {
 		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {

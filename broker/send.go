@@ -81,6 +81,21 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 			r.SysFlag |= message.SysFlagBornHostV6
 		}
 	}
+	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch {
+		if err := b.redirectExhaustedRetry(&h, &recs[0]); err != nil {
+			return nil, err
+		}
+		queueID = recs[0].QueueID
+		pbuf := b.scratchBuf()
+		defer b.scratch.Put(pbuf)
+		props, rewritten, err := b.sched.Rewrite(&recs[0], (*pbuf)[:0])
+		if err != nil {
+			return nil, fail(protocol.MessageIllegal, "%v", err)
+		}
+		if rewritten {
+			*pbuf = props
+		}
+	}
 	res, err := b.store.PutMessages(recs, b.waitStore(recs[0].Properties))
 	if err != nil && res.Count == 0 {
 		return nil, storeError(err)
@@ -98,6 +113,35 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	}
 	resp.ExtFields = protocol.NewExt(&rh)
 	return resp, nil
+}
+
+// redirectExhaustedRetry sends a message for %RETRY%<group> whose reconsume count is past
+// the limit (the header's maxReconsumeTimes, else the group's retryMaxTimes) to the group's
+// dead-letter topic instead, without delay (remoting spec §6.1 step 4).
+func (b *Broker) redirectExhaustedRetry(h *protocol.SendMessageRequestHeader, rec *message.Record) error {
+	group, ok := protocol.RetryGroup(h.Topic)
+	if !ok {
+		return nil
+	}
+	gcfg, _, err := b.groups.FindOrCreate(group)
+	if err != nil {
+		return fail(protocol.SubscriptionGroupNotExist, "group %s: %v", group, err)
+	}
+	maxTimes := int32(gcfg.RetryMaxTimes)
+	if h.MaxReconsumeTimes > 0 {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	if h.ReconsumeTimes <= maxTimes {
+		return nil
+	}
+	cfg, _, err := b.topics.CreateDLQTopic(group)
+	if err != nil {
+		return fail(protocol.SystemError, "create DLQ topic: %v", err)
+	}
+	rec.Topic, rec.QueueID = []byte(cfg.TopicName), 0
+	rec.Properties = message.RemoveProperty(rec.Properties, message.PropertyDelayLevel)
+	b.log.Info().Str("group", group).Int32("reconsumeTimes", h.ReconsumeTimes).Msg("retry message moved to the dead-letter queue")
+	return nil
 }
 
 // sendTopic finds the target topic's config, creating it when the request may.

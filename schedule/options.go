@@ -1,0 +1,179 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/store"
+)
+
+// DefaultLevelString is RocketMQ's messageDelayLevel: delay level n (1-based) waits the
+// n-th duration.
+const DefaultLevelString = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+// MaxLevels bounds the number of delay levels (one queue and one goroutine each).
+const MaxLevels = 1000
+
+// Store is what the service needs from the message store; *store.Store implements it.
+// The store must be opened (recovered) before New, and shut down after Shutdown.
+type Store interface {
+	// PutMessage appends one record (the delivered message).
+	PutMessage(rec *message.Record, wait bool) (commitlog.AppendResult, error)
+	// GetMessages reads a consume queue; filter sees every scanned unit's tags code, in
+	// queue order, starting at offset.
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
+		filter func(tagsCode int64) bool) (*store.GetResult, error)
+	// MinOffset is the first queue offset still stored.
+	MinOffset(topic string, queueID int32) int64
+	// MaxOffset is the next queue offset to be written.
+	MaxOffset(topic string, queueID int32) int64
+	// WaitDispatched blocks until every record below phy is in the consume queues (with
+	// commitlog.FlushSync that also means durable) or ctx ends. Progress is persisted only
+	// for deliveries the store has dispatched, so a crash cannot keep a cursor past a
+	// delivered message the commit log lost.
+	WaitDispatched(ctx context.Context, phy int64) error
+}
+
+// Options configures a Service. Start from DefaultOptions and set Dir and Store.
+type Options struct {
+	// Dir is the store root; progress files live in Dir/config (RocketMQ's layout).
+	Dir string
+	// FS is the file system of the progress files (mmap.OSFS{} by default).
+	FS mmap.FS
+	// Store is the message store holding the schedule and timer queues.
+	Store Store
+	// Levels are the delays of the levels 1..len(Levels) (DefaultLevelString). The
+	// store's Options.TagsCode must be TagsCoder(Levels).
+	Levels []time.Duration
+	// MaxTimerDelay is the farthest a timer message may be scheduled into the future
+	// (7 days); Rewrite rejects later delivery times with ErrTimerTooFar.
+	MaxTimerDelay time.Duration
+	// FlushInterval is how often progress is persisted (1 s). After a crash, at most the
+	// deliveries of about one interval are repeated.
+	FlushInterval time.Duration
+	// Logger receives delivery failures, dropped messages and persistence errors.
+	Logger zerolog.Logger
+	// Clock returns the current time (time.Now). Delivery decisions, the delivery-time
+	// computation of Rewrite and every wait are based on it; after stepping a test clock,
+	// call Service.Wake.
+	Clock func() time.Time
+}
+
+// DefaultOptions returns the defaults on the real file system. Dir and Store must be set.
+func DefaultOptions() Options {
+	return Options{
+		FS: mmap.OSFS{},
+		Levels: []time.Duration{
+			time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+			time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
+			6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute,
+			10 * time.Minute, 20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+		},
+		MaxTimerDelay: 7 * 24 * time.Hour,
+		FlushInterval: time.Second,
+		Logger:        zerolog.Nop(),
+		Clock:         time.Now,
+	}
+}
+
+// Validate reports every invalid option, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("schedule: "+format, args...))
+	}
+	if o.Dir == "" {
+		bad("Dir must be set")
+	}
+	if o.FS == nil {
+		bad("FS must be set")
+	}
+	if o.Store == nil {
+		bad("Store must be set")
+	}
+	if len(o.Levels) == 0 || len(o.Levels) > MaxLevels {
+		bad("Levels has %d entries, want 1..%d", len(o.Levels), MaxLevels)
+	}
+	for i, d := range o.Levels {
+		if d < time.Millisecond {
+			bad("Levels[%d] = %v, want at least 1ms", i, d)
+		}
+	}
+	if o.MaxTimerDelay < time.Millisecond {
+		bad("MaxTimerDelay = %v, want at least 1ms", o.MaxTimerDelay)
+	}
+	if o.FlushInterval <= 0 {
+		bad("FlushInterval = %v, want > 0", o.FlushInterval)
+	}
+	if o.Clock == nil {
+		bad("Clock must be set")
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLevels parses a space-separated list of delays such as DefaultLevelString. Each
+// entry is a positive integer followed by a unit: ms, s, m, h or d.
+func ParseLevels(s string) ([]time.Duration, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return nil, errors.New("schedule: no delay levels")
+	}
+	if len(fields) > MaxLevels {
+		return nil, fmt.Errorf("schedule: %d delay levels, at most %d", len(fields), MaxLevels)
+	}
+	out := make([]time.Duration, len(fields))
+	for i, f := range fields {
+		d, err := parseLevel(f)
+		if err != nil {
+			return nil, fmt.Errorf("schedule: delay level %d %q: %w", i+1, f, err)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// parseLevel parses one entry of a level list.
+func parseLevel(f string) (time.Duration, error) {
+	digits := 0
+	for digits < len(f) && f[digits] >= '0' && f[digits] <= '9' {
+		digits++
+	}
+	if digits == 0 {
+		return 0, errors.New("want a positive integer and a unit (ms, s, m, h, d)")
+	}
+	n, err := strconv.ParseInt(f[:digits], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad number: %w", err)
+	}
+	var unit time.Duration
+	switch f[digits:] {
+	case "ms":
+		unit = time.Millisecond
+	case "s":
+		unit = time.Second
+	case "m":
+		unit = time.Minute
+	case "h":
+		unit = time.Hour
+	case "d":
+		unit = 24 * time.Hour
+	default:
+		return 0, fmt.Errorf("unknown unit %q (want ms, s, m, h or d)", f[digits:])
+	}
+	if n <= 0 {
+		return 0, errors.New("a delay must be positive")
+	}
+	if n > int64(365*24*time.Hour/unit) {
+		return 0, errors.New("a delay must be at most 365d")
+	}
+	return time.Duration(n) * unit, nil
+}
