@@ -35,6 +35,7 @@ import (
 	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/schedule"
 	"github.com/ferrymq/ferry/store"
+	"github.com/ferrymq/ferry/transaction"
 )
 
 // Worker pools, one per request class.
@@ -93,6 +94,7 @@ type Broker struct {
 	clients *clients.Registry
 	polls   *longPoll
 	sched   *schedule.Service
+	tx      *transaction.Service
 	locks   *queueLocks
 	delay   func(*message.Record) error // moves a record asking for a delay into the schedule topics
 	server  *remoting.Server
@@ -186,6 +188,16 @@ func (b *Broker) openParts() error {
 		_, _, err := b.sched.Rewrite(rec, nil)
 		return err
 	}
+	txo := transaction.DefaultOptions()
+	txo.Store, txo.FS, txo.Dir, txo.Checker, txo.Rewrite = b.store, o.FS, cfg.DataDir, txChecker{b}, b.delay
+	txo.Logger, txo.Clock = o.Logger, o.Clock
+	txo.TransactionTimeout, txo.MaxChecks = cfg.TransactionTimeout, cfg.TransactionCheckMax
+	if cfg.TransactionCheckInterval > 0 {
+		txo.RecheckInterval = cfg.TransactionCheckInterval
+	}
+	if b.tx, err = transaction.New(txo); err != nil {
+		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+	}
 	to := topicconf.DefaultOptions()
 	to.Dir, to.FS, to.Logger, to.Now = cfg.DataDir, o.FS, o.Logger, o.Clock
 	to.AutoCreateTopicEnable, to.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums
@@ -243,6 +255,9 @@ func (b *Broker) Start(ln net.Listener) error {
 	}
 	b.store.Start()
 	b.sched.Start()
+	if err := b.tx.Start(); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
 	if err := srv.Start(ln); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
@@ -286,7 +301,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			b.unregisterAll(ctx)
 			errs = append(errs, b.nsrv.Close())
 		}
-		errs = append(errs, b.offsets.Close(), b.sched.Shutdown(ctx), b.store.Shutdown(ctx))
+		errs = append(errs, b.offsets.Close(), b.tx.Shutdown(ctx), b.sched.Shutdown(ctx), b.store.Shutdown(ctx))
 		b.log.Info().Msg("broker stopped")
 	})
 	return errors.Join(errs...)

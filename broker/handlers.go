@@ -33,6 +33,7 @@ func (b *Broker) registerHandlers() error {
 		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.handleAllSubscriptionGroups},
 		{protocol.ConsumerSendMsgBack, poolSend, b.handleSendBack},
 		{protocol.LockBatchMQ, remoting.DefaultPool, b.handleLockBatch},
+		{protocol.EndTransaction, poolTx, b.handleEndTransaction},
 		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.handleUnlockBatch},
 	}
 	for _, r := range routes {

@@ -81,6 +81,9 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 			r.SysFlag |= message.SysFlagBornHostV6
 		}
 	}
+	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch && isPrepared(&h, recs[0].Properties) {
+		return b.prepare(req, &recs[0], b.waitStore(recs[0].Properties))
+	}
 	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch {
 		if err := b.redirectExhaustedRetry(&h, &recs[0]); err != nil {
 			return nil, err

@@ -1,0 +1,206 @@
+package transaction
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/message"
+)
+
+// bookkeeping returns the properties that steer the check-back service, plus extra. A
+// producer cannot set them (Prepare strips them) and committed messages do not carry them.
+func bookkeeping(extra ...string) []string {
+	return append([]string{
+		message.PropertyTransactionPreparedQueueOffset,
+		PropertyNextCheckTime,
+		PropertyFirstStoreTime,
+	}, extra...)
+}
+
+// Prepare stores a prepared transactional message as a half message: in
+// RMQ_SYS_TRANS_HALF_TOPIC queue 0, with REAL_TOPIC / REAL_QID set to rec's topic and
+// queue, __transactionId__ set to its UNIQ_KEY, the transaction bits of its sysflag
+// cleared to NOT (so the half queue indexes it) and any bookkeeping properties a producer
+// might have sent removed. A DELAY level or timer property is kept and honoured when the
+// message is committed (see Options.Rewrite). rec itself is not modified. wait is passed
+// to the store (sync flush). The result and error are the store's, so the broker can map
+// flush statuses to the send response.
+func (s *Service) Prepare(rec *message.Record, wait bool) (PrepareResult, error) {
+	s.mu.Lock()
+	closed := s.mu.closed
+	s.mu.Unlock()
+	if closed {
+		return PrepareResult{}, ErrClosed
+	}
+	if g, ok := rec.Property(message.PropertyProducerGroup); !ok || len(g) == 0 {
+		return PrepareResult{}, ErrNoProducerGroup
+	}
+	if t := string(rec.Topic); t == halfTopic || t == opTopic || t == discardTopic {
+		return PrepareResult{}, fmt.Errorf("transaction: cannot prepare a message for system topic %s", t)
+	}
+	props := stripProperties(rec.Properties,
+		bookkeeping(message.PropertyTransactionCheckTimes, PropertyOpOutcome)...)
+	kv := []string{
+		message.PropertyRealTopic, string(rec.Topic),
+		message.PropertyRealQueueID, strconv.Itoa(int(rec.QueueID)),
+	}
+	uniq, _ := rec.Property(message.PropertyUniqKey)
+	if len(uniq) > 0 {
+		kv = append(kv, message.PropertyTransactionID, string(uniq))
+	}
+	props, err := setProperties(props, kv...)
+	if err != nil {
+		return PrepareResult{}, fmt.Errorf("transaction: half message properties: %w", err)
+	}
+	half := *rec
+	half.Topic = []byte(halfTopic)
+	half.QueueID = queueID
+	half.SysFlag = message.WithTransactionType(rec.SysFlag, message.TransactionNotType)
+	half.Properties = props
+	res, err := s.opts.Store.PutMessage(&half, wait)
+	return PrepareResult{Append: res, QueueID: rec.QueueID, TransactionID: string(uniq)}, err
+}
+
+// End applies an END_TRANSACTION. It reads the half message at req.CommitLogOffset and
+// verifies that it is a half message at req.TranStateTableOffset of req.ProducerGroup. A
+// commit stores the message in its real topic and queue (type COMMIT, PREPARED TX OFFSET =
+// the quoted commit-log offset, bookkeeping properties removed, Options.Rewrite applied)
+// and then an op entry; a rollback stores only the op entry; unknown (0) does nothing.
+// Any copy's offsets — those of the send response or of any check — name the same
+// transaction, and only the first END_TRANSACTION to reach it changes anything: later
+// ones get an Already* result. An error means the outcome could not be stored; the
+// transaction stays pending and will be checked.
+func (s *Service) End(req EndRequest) (EndResult, error) {
+	var oc outcome
+	switch req.CommitOrRollback {
+	case message.TransactionCommitType:
+		oc = outcomeCommit
+	case message.TransactionRollbackType:
+		oc = outcomeRollback
+	default:
+		return EndIgnored, nil
+	}
+	if !s.running() {
+		return 0, ErrClosed
+	}
+	rec, view, err := s.opts.Store.ReadMessage(req.CommitLogOffset)
+	if err != nil {
+		if isGone(err) {
+			return EndNotFound, nil
+		}
+		return 0, fmt.Errorf("transaction: read half message at %d: %w", req.CommitLogOffset, err)
+	}
+	defer view.Release()
+	if string(rec.Topic) != halfTopic || rec.QueueOffset != req.TranStateTableOffset ||
+		rec.PhysicalOffset != req.CommitLogOffset {
+		return EndIllegalOffsets, nil
+	}
+	h := parseHalf(&rec)
+	if h.bad != "" {
+		return EndIllegalOffsets, nil
+	}
+	if h.group != req.ProducerGroup {
+		return EndWrongGroup, nil
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	verdict, was := s.mu.m.beginEnd(h, oc)
+	s.mu.Unlock()
+	switch verdict {
+	case verdictEnded:
+		return alreadyResult(was), nil
+	case verdictForgotten:
+		return EndAlreadyResolved, nil
+	case verdictInProgress:
+		return EndInProgress, nil
+	}
+	if oc == outcomeCommit {
+		if err := s.commit(&rec, req.CommitLogOffset); err != nil {
+			s.report(func(m *machine) { m.endFailed(h.origin) })
+			return 0, err
+		}
+	}
+	op := s.opRecord(oc, opOffsets(h.origin, h.offset))
+	_, opErr := s.put(&op)
+	if opErr != nil {
+		s.log.Error().Err(opErr).Int64("txn", h.origin).Msg("op entry not written; retrying in the background")
+	}
+	s.report(func(m *machine) { m.endDone(h.origin, oc, opErr == nil) })
+	if oc == outcomeCommit {
+		return EndCommitted, nil
+	}
+	return EndRolledBack, nil
+}
+
+// alreadyResult maps the outcome of an ended transaction to the answer to a late
+// END_TRANSACTION.
+func alreadyResult(oc outcome) EndResult {
+	switch oc {
+	case outcomeCommit:
+		return EndAlreadyCommitted
+	case outcomeRollback:
+		return EndAlreadyRolledBack
+	case outcomeDiscard:
+		return EndAlreadyDiscarded
+	default:
+		return EndAlreadyResolved
+	}
+}
+
+// commit stores the real message of the half record rec, quoted at phy.
+func (s *Service) commit(rec *message.Record, phy int64) error {
+	topic, _ := rec.Property(message.PropertyRealTopic)
+	qv, _ := rec.Property(message.PropertyRealQueueID)
+	qid, err := parseQueueID(qv)
+	if err != nil {
+		return fmt.Errorf("transaction: half message at %d: %w", phy, err)
+	}
+	msg := message.Record{
+		Topic:            topic,
+		QueueID:          qid,
+		Flag:             rec.Flag,
+		SysFlag:          message.WithTransactionType(rec.SysFlag, message.TransactionCommitType),
+		BornTimestamp:    rec.BornTimestamp,
+		BornHost:         rec.BornHost,
+		ReconsumeTimes:   rec.ReconsumeTimes,
+		PreparedTxOffset: phy,
+		Body:             rec.Body,
+		Properties: stripProperties(rec.Properties, bookkeeping(
+			message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)...),
+	}
+	if s.opts.Rewrite != nil {
+		if err := s.opts.Rewrite(&msg); err != nil {
+			return fmt.Errorf("transaction: rewrite committed message: %w", err)
+		}
+	}
+	// Wait for the flush in sync-flush mode: the op entry written next must never be
+	// durable without the message it stands for.
+	res, err := s.opts.Store.PutMessage(&msg, true)
+	if err != nil && res.Count == 0 {
+		return fmt.Errorf("transaction: commit to %s: %w", msg.Topic, err)
+	}
+	if err != nil || res.Status != commitlog.PutOK {
+		s.log.Warn().Err(err).Stringer("status", res.Status).Str("topic", string(msg.Topic)).
+			Msg("committed message written but not known to be durable")
+	}
+	return nil
+}
+
+// opRecord builds an op entry (see the format in format.go).
+func (s *Service) opRecord(oc outcome, offsets []int64) message.Record {
+	props, _ := message.AppendProperty(nil, message.PropertyTags, OpTag)
+	if v := oc.propertyValue(); v != "" {
+		props, _ = message.AppendProperty(props, PropertyOpOutcome, v)
+	}
+	return message.Record{
+		Topic:         []byte(opTopic),
+		QueueID:       queueID,
+		BornTimestamp: s.opts.Clock().UnixMilli(),
+		Body:          appendOpBody(nil, offsets),
+		Properties:    props,
+	}
+}
