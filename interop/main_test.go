@@ -20,7 +20,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	rlog.SetLogLevel("error")
+	rlog.SetLogLevel("fatal")
+	if txChildMain() {
+		return
+	}
 	os.Exit(m.Run())
 }
 

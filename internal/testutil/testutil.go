@@ -111,6 +111,9 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	}, "broker registered with the name server")
 }
 
+// SetBrokerConfig edits the broker configuration used by the next (re)start.
+func (c *Cluster) SetBrokerConfig(f func(*conf.BrokerConfig)) { f(&c.cfg) }
+
 // RestartBroker shuts the broker down cleanly and starts a new one on the same data
 // directory and address.
 func (c *Cluster) RestartBroker(t testing.TB) {
