@@ -101,6 +101,7 @@ type Broker struct {
 	nsrv    *remoting.Client
 
 	chans    sync.Map // channel id → remoting.Channel, for calls back to clients
+	txConns  sync.Map // producer group → id of the channel its last half message came on
 	register chan struct{}
 	ctx      context.Context // cancelled by Shutdown
 	cancel   context.CancelFunc
@@ -310,6 +311,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 // channelClosed forgets a connection and notifies the consumer groups it was in.
 func (b *Broker) channelClosed(ch remoting.Channel) {
 	b.chans.Delete(ch.ID())
+	b.txConns.Range(func(group, id any) bool {
+		if id.(uint64) == ch.ID() {
+			b.txConns.CompareAndDelete(group, id)
+		}
+		return true
+	})
 	b.polls.dropChannel(ch.ID())
 	b.notifyGroups(b.clients.ChannelClosed(ch.ID()))
 }

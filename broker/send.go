@@ -82,7 +82,7 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 		}
 	}
 	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch && isPrepared(&h, recs[0].Properties) {
-		return b.prepare(req, &recs[0], b.waitStore(recs[0].Properties))
+		return b.prepare(ch, req, &recs[0], h.ProducerGroup, b.waitStore(recs[0].Properties))
 	}
 	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch {
 		if err := b.redirectExhaustedRetry(&h, &recs[0]); err != nil {

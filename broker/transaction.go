@@ -26,8 +26,12 @@ import (
 // errNoProducer means no live connection of a producer group can take a check.
 var errNoProducer = errors.New("broker: no live producer connection for the group")
 
-// prepare stores a half message and builds the send response.
-func (b *Broker) prepare(req *remoting.Command, rec *message.Record, wait bool) (*remoting.Command, error) {
+// prepare stores a half message and builds the send response. The connection it came on
+// is remembered per producer group as the fallback target of checks (a Go producer that
+// sends before its first heartbeat is otherwise invisible for up to 30 s).
+func (b *Broker) prepare(ch remoting.Channel, req *remoting.Command, rec *message.Record, group string, wait bool) (*remoting.Command, error) {
+	b.chans.Store(ch.ID(), ch)
+	b.txConns.Store(group, ch.ID())
 	res, err := b.tx.Prepare(rec, wait)
 	if err != nil {
 		if errors.Is(err, transaction.ErrNoProducerGroup) {
@@ -89,10 +93,15 @@ func (b *Broker) handleEndTransaction(_ context.Context, _ remoting.Channel, req
 // txChecker sends CHECK_TRANSACTION_STATE for the transaction service.
 type txChecker struct{ b *Broker }
 
-// Check implements transaction.Checker: oneway, to a live connection of the group.
+// Check implements transaction.Checker: oneway, to a live connection of the group, or else
+// to the connection the group's last half message came on.
 func (c txChecker) Check(ctx context.Context, group string, req transaction.CheckRequest) error {
 	b := c.b
-	for _, id := range b.clients.ProducerChannels(group) {
+	ids := b.clients.ProducerChannels(group)
+	if v, ok := b.txConns.Load(group); ok {
+		ids = append(ids, v.(uint64))
+	}
+	for _, id := range ids {
 		v, ok := b.chans.Load(id)
 		if !ok {
 			continue
