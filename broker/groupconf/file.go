@@ -1,13 +1,13 @@
 package groupconf
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -26,23 +26,19 @@ type fileIn struct {
 
 // encodeTable renders t as the contents of subscriptionGroup.json.
 func encodeTable(t *Table) ([]byte, error) {
-	b, err := json.MarshalIndent(t.shape(), "", "\t")
+	b, err := metafile.MarshalIndent(t.shape())
 	if err != nil {
-		return nil, fmt.Errorf("groupconf: encode: %w", err)
+		return nil, fmt.Errorf("groupconf: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b, nil
 }
 
 // decodeTable parses the contents of subscriptionGroup.json. The error wraps
 // ErrCorrupt when data is not a JSON object of the right shape; unusable
 // entries are skipped and reported through log.
 func decodeTable(data []byte, log *zerolog.Logger) (*Table, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrCorrupt)
-	}
 	var in fileIn
-	if err := json.Unmarshal(trimmed, &in); err != nil {
+	if err := metafile.DecodeObject(data, &in, nil); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	t := &Table{SubscriptionGroupTable: make(map[string]Config, len(in.SubscriptionGroupTable))}

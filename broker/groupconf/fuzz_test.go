@@ -2,13 +2,9 @@ package groupconf
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ferrymq/ferry/internal/mmap"
 )
 
 // FuzzLoadSubscriptionGroups checks that loading any subscriptionGroup.json
@@ -16,15 +12,11 @@ import (
 // that the table survives a write and a reload unchanged.
 func FuzzLoadSubscriptionGroups(f *testing.F) {
 	for _, name := range []string{"rocketmq4-subscriptionGroup.json", "rocketmq5-subscriptionGroup.json"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		require.NoError(f, err)
-		f.Add(data)
+		f.Add(readTestdata(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := mmap.NewMemFS()
-		require.NoError(t, fsys.MkdirAll("/store/config"))
-		require.NoError(t, fsys.WriteFileAtomic(groupsPath, data))
-		o, _ := testOptions(fsys, "/store")
+		// Never nil, so that an empty input is written as an empty file.
+		o, _ := testOptions(memFiles(t, append([]byte{}, data...), nil), "/store")
 		m, err := Open(o)
 		if err != nil {
 			require.ErrorIs(t, err, ErrCorrupt)

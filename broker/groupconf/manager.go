@@ -23,15 +23,12 @@ type snapshot struct {
 // use; reads are lock-free.
 type Manager struct {
 	opts Options
-	path string
+	file *metafile.File
 
 	cur atomic.Pointer[snapshot]
 
 	// mu serialises changes and the file writes that make them durable.
-	mu struct {
-		sync.Mutex
-		last []byte // contents of the file as last written or loaded; nil if none
-	}
+	mu sync.Mutex
 }
 
 // Open validates opts and loads Dir/config/subscriptionGroup.json (or its
@@ -40,22 +37,17 @@ func Open(opts Options) (*Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opts.Dir, configDir)
-	if err := opts.FS.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("groupconf: create %s: %w", dir, err)
-	}
-	m := &Manager{opts: opts, path: filepath.Join(dir, fileName)}
-	t, data, found, err := metafile.Load(opts.FS, m.path, &m.opts.Logger, func(b []byte) (*Table, error) {
-		return decodeTable(b, &m.opts.Logger)
-	})
+	m := &Manager{opts: opts}
+	file, t, found, err := metafile.Open(opts.FS, filepath.Join(opts.Dir, configDir), fileName, &m.opts.Logger,
+		func(b []byte) (*Table, error) { return decodeTable(b, &m.opts.Logger) })
 	if err != nil {
 		return nil, fmt.Errorf("groupconf: %w", err)
 	}
+	m.file = file
 	s := &snapshot{groups: map[string]Config{}, version: protocol.DataVersion{Timestamp: opts.Now().UnixMilli()}}
 	if found {
 		s = &snapshot{groups: t.SubscriptionGroupTable, version: t.DataVersion}
 	}
-	m.mu.last = data
 	m.cur.Store(s)
 	return m, nil
 }
@@ -159,14 +151,13 @@ func (m *Manager) change(fn func(groups map[string]Config) bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	err, bakErr := metafile.Write(m.opts.FS, m.path, m.mu.last, data)
+	err, bakErr := m.file.Write(data)
 	if bakErr != nil {
 		m.opts.Logger.Warn().Err(bakErr).Msg("groupconf: backup copy not written")
 	}
 	if err != nil {
 		return false, fmt.Errorf("groupconf: %w", err)
 	}
-	m.mu.last = data
 	m.cur.Store(next)
 	return true, nil
 }

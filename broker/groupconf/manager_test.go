@@ -33,10 +33,32 @@ func testOptions(fsys mmap.FS, dir string) (Options, *fakeClock) {
 func openMem(t *testing.T) (*Manager, *mmap.MemFS) {
 	t.Helper()
 	fsys := mmap.NewMemFS()
+	return openFS(t, fsys), fsys
+}
+
+// openFS opens a Manager with test options on fsys at /store.
+func openFS(t *testing.T, fsys mmap.FS) *Manager {
+	t.Helper()
 	o, _ := testOptions(fsys, "/store")
 	m, err := Open(o)
 	require.NoError(t, err)
-	return m, fsys
+	return m
+}
+
+// memFiles returns a MemFS holding /store/config, with
+// subscriptionGroup.json and its .bak copy written when main and bak are not
+// nil.
+func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
+	t.Helper()
+	fsys := mmap.NewMemFS()
+	require.NoError(t, fsys.MkdirAll("/store/config"))
+	if main != nil {
+		require.NoError(t, fsys.WriteFileAtomic(groupsPath, main))
+	}
+	if bak != nil {
+		require.NoError(t, fsys.WriteFileAtomic(groupsPath+".bak", bak))
+	}
+	return fsys
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -283,21 +305,25 @@ func TestPersistRoundTrip(t *testing.T) {
 	}
 }
 
-func writeGolden(t *testing.T, name string) (*mmap.MemFS, []byte) {
+// readTestdata returns the contents of testdata/name.
+func readTestdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(tb, err)
+	return data
+}
+
+// openGolden opens a Manager on a store whose subscriptionGroup.json is
+// testdata/name; it returns the Manager, the store and the file's contents.
+func openGolden(t *testing.T, name string) (*Manager, *mmap.MemFS, []byte) {
 	t.Helper()
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	golden, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
-	require.NoError(t, fsys.WriteFileAtomic(groupsPath, golden))
-	return fsys, golden
+	golden := readTestdata(t, name)
+	fsys := memFiles(t, golden, nil)
+	return openFS(t, fsys), fsys, golden
 }
 
 func TestLoadRocketMQ4File(t *testing.T) {
-	fsys, golden := writeGolden(t, "rocketmq4-subscriptionGroup.json")
-	o, _ := testOptions(fsys, "/store")
-	m, err := Open(o)
-	require.NoError(t, err)
+	m, fsys, golden := openGolden(t, "rocketmq4-subscriptionGroup.json")
 	require.Equal(t, protocol.DataVersion{Counter: 4, Timestamp: 1700000000456}, m.DataVersion())
 	require.Equal(t, 4, m.Len())
 
@@ -313,7 +339,7 @@ func TestLoadRocketMQ4File(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, DefaultConfig("TOOLS_CONSUMER"), got)
 
-	_, _, err = m.FindOrCreate("new")
+	_, _, err := m.FindOrCreate("new")
 	require.NoError(t, err)
 	require.Equal(t, int64(5), m.DataVersion().Counter)
 	bak, err := fsys.ReadFile(groupsPath + ".bak")
@@ -322,10 +348,7 @@ func TestLoadRocketMQ4File(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	fsys, _ := writeGolden(t, "rocketmq5-subscriptionGroup.json")
-	o, _ := testOptions(fsys, "/store")
-	m, err := Open(o)
-	require.NoError(t, err)
+	m, _, _ := openGolden(t, "rocketmq5-subscriptionGroup.json")
 	require.Equal(t, protocol.DataVersion{StateVersion: 2, Counter: 0, Timestamp: 1757000000000}, m.DataVersion(),
 		"a counter beyond int32 restarts at 0")
 
@@ -365,15 +388,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := mmap.NewMemFS()
-			require.NoError(t, fsys.MkdirAll("/store/config"))
-			if tc.main != nil {
-				require.NoError(t, fsys.WriteFileAtomic(groupsPath, tc.main))
-			}
-			if tc.bak != nil {
-				require.NoError(t, fsys.WriteFileAtomic(groupsPath+".bak", tc.bak))
-			}
-			o, _ := testOptions(fsys, "/store")
+			o, _ := testOptions(memFiles(t, tc.main, tc.bak), "/store")
 			m, err := Open(o)
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)
@@ -395,9 +410,7 @@ func TestCrashRightAfterChangeKeepsIt(t *testing.T) {
 	_, err = m.Update(c)
 	require.NoError(t, err)
 
-	o, _ := testOptions(fsys.Crash(nil, 0), "/store")
-	m2, err := Open(o)
-	require.NoError(t, err)
+	m2 := openFS(t, fsys.Crash(nil, 0))
 	require.Equal(t, m.All(), m2.All())
 }
 

@@ -1,7 +1,6 @@
 package offsets
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/broker/internal/metafile"
 )
 
 // File names under Options.Dir (see the package doc for the format).
@@ -73,12 +74,8 @@ func encodeEntries(entries []entry) []byte {
 // when data is not a JSON object with an object-of-objects offsetTable;
 // unusable entries are skipped and reported through log.
 func decodeTable(data []byte, log *zerolog.Logger) (map[Key]int64, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrCorrupt)
-	}
 	var in fileIn
-	if err := json.Unmarshal(quoteIntKeys(trimmed), &in); err != nil {
+	if err := metafile.DecodeObject(data, &in, quoteIntKeys); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	table := make(map[Key]int64)

@@ -2,8 +2,6 @@ package offsets
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,9 +54,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // testdata/fuzz/FuzzLoadOffsets and include the golden files.
 func FuzzLoadOffsets(f *testing.F) {
 	for _, name := range []string{"rocketmq4-consumerOffset.json", "rocketmq5-consumerOffset.json"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		require.NoError(f, err)
-		f.Add(data)
+		f.Add(readTestdata(f, name))
 	}
 	log := logging.Nop()
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -53,12 +53,10 @@ func DefaultOptions() Options {
 // Validate reports the first problem with o; the error wraps
 // ErrInvalidOptions.
 func (o *Options) Validate() error {
-	switch {
-	case o.Dir == "":
-		return fmt.Errorf("%w: Dir is empty", ErrInvalidOptions)
-	case o.FS == nil:
-		return fmt.Errorf("%w: FS is nil", ErrInvalidOptions)
-	case o.FlushInterval <= 0:
+	if err := metafile.CheckLocation(o.Dir, o.FS, ErrInvalidOptions); err != nil {
+		return err
+	}
+	if o.FlushInterval <= 0 {
 		return fmt.Errorf("%w: FlushInterval %v must be positive", ErrInvalidOptions, o.FlushInterval)
 	}
 	return nil
@@ -75,10 +73,10 @@ type Key struct {
 // for concurrent use. Open starts its flusher goroutine; Close stops it.
 //
 // Lock order: flushMu before mu (Flush holds flushMu while it briefly takes
-// mu to copy the table).
+// mu to copy the table); the file's own lock, taken by its Write, comes last.
 type Store struct {
 	opts Options
-	path string
+	file *metafile.File // consumerOffset.json; Flush writes it holding flushMu
 
 	mu struct {
 		sync.Mutex
@@ -89,8 +87,7 @@ type Store struct {
 	// flushMu serialises writes of the file.
 	flushMu struct {
 		sync.Mutex
-		gen  uint64 // value of mu.gen that the file holds
-		last []byte // contents of the file as last written or loaded; nil if none
+		gen uint64 // value of mu.gen that the file holds
 	}
 
 	stop      chan struct{}
@@ -105,27 +102,21 @@ func Open(opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opts.Dir, configDir)
-	if err := opts.FS.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("offsets: create %s: %w", dir, err)
-	}
 	s := &Store{
 		opts: opts,
-		path: filepath.Join(dir, fileName),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	table, data, found, err := metafile.Load(opts.FS, s.path, &s.opts.Logger, func(b []byte) (map[Key]int64, error) {
-		return decodeTable(b, &s.opts.Logger)
-	})
+	file, table, found, err := metafile.Open(opts.FS, filepath.Join(opts.Dir, configDir), fileName, &s.opts.Logger,
+		func(b []byte) (map[Key]int64, error) { return decodeTable(b, &s.opts.Logger) })
 	if err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
 	if !found {
 		table = make(map[Key]int64)
 	}
+	s.file = file
 	s.mu.table = table
-	s.flushMu.last = data
 	go s.run()
 	return s, nil
 }
@@ -274,10 +265,9 @@ func (s *Store) Flush() error {
 	s.mu.Unlock()
 
 	data := encodeEntries(entries)
-	err, bakErr := metafile.Write(s.opts.FS, s.path, s.flushMu.last, data)
+	err, bakErr := s.file.Write(data)
 	if err == nil {
 		s.flushMu.gen = gen
-		s.flushMu.last = data
 	} else {
 		err = fmt.Errorf("offsets: %w", err)
 	}

@@ -57,6 +57,39 @@ func openStore(t *testing.T, o Options) *Store {
 	return s
 }
 
+// memFiles returns a MemFS holding /store/config, with consumerOffset.json
+// and its .bak copy written when main and bak are not nil.
+func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
+	t.Helper()
+	fsys := mmap.NewMemFS()
+	require.NoError(t, fsys.MkdirAll("/store/config"))
+	if main != nil {
+		require.NoError(t, fsys.WriteFileAtomic(offsetsPath, main))
+	}
+	if bak != nil {
+		require.NoError(t, fsys.WriteFileAtomic(offsetsPath+".bak", bak))
+	}
+	return fsys
+}
+
+// readTestdata returns the contents of testdata/name.
+func readTestdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(tb, err)
+	return data
+}
+
+// openGolden opens a Store on a store whose consumerOffset.json is
+// testdata/name; it returns the Store, the file system and the file's
+// contents.
+func openGolden(t *testing.T, name string) (*Store, *mmap.MemFS, []byte) {
+	t.Helper()
+	golden := readTestdata(t, name)
+	fsys := memFiles(t, golden, nil)
+	return openStore(t, testOptions(fsys, "/store")), fsys, golden
+}
+
 // eventually polls cond every few milliseconds until it holds or 5 s pass.
 func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()
@@ -201,13 +234,7 @@ func TestWrittenFileIsValidJSONInRocketMQShape(t *testing.T) {
 }
 
 func TestLoadRocketMQ4FileWithBareKeys(t *testing.T) {
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	golden, err := os.ReadFile(filepath.Join("testdata", "rocketmq4-consumerOffset.json"))
-	require.NoError(t, err)
-	require.NoError(t, fsys.WriteFileAtomic(offsetsPath, golden))
-
-	s := openStore(t, testOptions(fsys, "/store"))
+	s, fsys, golden := openGolden(t, "rocketmq4-consumerOffset.json")
 	require.Equal(t, map[Key]int64{
 		{Group: "cg", Topic: "%RETRY%cg", QueueID: 0}:   0,
 		{Group: "cg", Topic: "TopicTest", QueueID: 0}:   250,
@@ -233,13 +260,7 @@ func TestLoadRocketMQ4FileWithBareKeys(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	golden, err := os.ReadFile(filepath.Join("testdata", "rocketmq5-consumerOffset.json"))
-	require.NoError(t, err)
-	require.NoError(t, fsys.WriteFileAtomic(offsetsPath, golden))
-
-	s := openStore(t, testOptions(fsys, "/store"))
+	s, _, _ := openGolden(t, "rocketmq5-consumerOffset.json")
 	require.Equal(t, map[Key]int64{
 		{Group: "cg5", Topic: "TopicA", QueueID: 0}: 100,
 		{Group: "cg5", Topic: "TopicA", QueueID: 1}: 101,
@@ -265,15 +286,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := mmap.NewMemFS()
-			require.NoError(t, fsys.MkdirAll("/store/config"))
-			if tc.main != nil {
-				require.NoError(t, fsys.WriteFileAtomic(offsetsPath, tc.main))
-			}
-			if tc.bak != nil {
-				require.NoError(t, fsys.WriteFileAtomic(offsetsPath+".bak", tc.bak))
-			}
-			s, err := Open(testOptions(fsys, "/store"))
+			s, err := Open(testOptions(memFiles(t, tc.main, tc.bak), "/store"))
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)
 				return

@@ -1,13 +1,13 @@
 package topicconf
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -36,23 +36,19 @@ func encodeTable(t *table) ([]byte, error) {
 	if topics == nil {
 		topics = map[string]protocol.TopicConfig{}
 	}
-	b, err := json.MarshalIndent(fileOut{DataVersion: t.version, TopicConfigTable: topics}, "", "\t")
+	b, err := metafile.MarshalIndent(fileOut{DataVersion: t.version, TopicConfigTable: topics})
 	if err != nil {
-		return nil, fmt.Errorf("topicconf: encode: %w", err)
+		return nil, fmt.Errorf("topicconf: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b, nil
 }
 
 // decodeTable parses the contents of topics.json. The error wraps ErrCorrupt
 // when data is not a JSON object with an object-valued topicConfigTable;
 // entries that are unusable are skipped and reported through log.
 func decodeTable(data []byte, log *zerolog.Logger) (*table, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrCorrupt)
-	}
 	var in fileIn
-	if err := json.Unmarshal(trimmed, &in); err != nil {
+	if err := metafile.DecodeObject(data, &in, nil); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	t := &table{topics: make(map[string]protocol.TopicConfig, len(in.TopicConfigTable))}

@@ -14,6 +14,39 @@ import (
 
 const topicsPath = "/store/config/topics.json"
 
+// memFiles returns a MemFS holding /store/config, with topics.json and its
+// .bak copy written when main and bak are not nil.
+func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
+	t.Helper()
+	fsys := mmap.NewMemFS()
+	require.NoError(t, fsys.MkdirAll("/store/config"))
+	if main != nil {
+		require.NoError(t, fsys.WriteFileAtomic(topicsPath, main))
+	}
+	if bak != nil {
+		require.NoError(t, fsys.WriteFileAtomic(topicsPath+".bak", bak))
+	}
+	return fsys
+}
+
+// readTestdata returns the contents of testdata/name.
+func readTestdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(tb, err)
+	return data
+}
+
+// openGolden opens a Manager on a store whose topics.json is
+// testdata/name; it returns the Manager, the store and the file's contents.
+func openGolden(t *testing.T, name string) (*Manager, *mmap.MemFS, []byte) {
+	t.Helper()
+	golden := readTestdata(t, name)
+	fsys := memFiles(t, golden, nil)
+	m, _ := openFS(t, fsys)
+	return m, fsys, golden
+}
+
 func TestPersistRoundTrip(t *testing.T) {
 	for _, fsName := range []string{"memfs", "osfs"} {
 		t.Run(fsName, func(t *testing.T) {
@@ -80,15 +113,7 @@ func keys[V any](m map[string]V) []string {
 }
 
 func TestLoadRocketMQ4File(t *testing.T) {
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	golden, err := os.ReadFile(filepath.Join("testdata", "rocketmq4-topics.json"))
-	require.NoError(t, err)
-	require.NoError(t, fsys.WriteFileAtomic(topicsPath, golden))
-
-	o, _ := testOptions(fsys, "/store")
-	m, err := Open(o)
-	require.NoError(t, err)
+	m, fsys, golden := openGolden(t, "rocketmq4-topics.json")
 	require.Equal(t, protocol.DataVersion{Counter: 7, Timestamp: 1700000000123}, m.DataVersion())
 
 	cases := []protocol.TopicConfig{
@@ -122,15 +147,7 @@ func TestLoadRocketMQ4File(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	golden, err := os.ReadFile(filepath.Join("testdata", "rocketmq5-topics.json"))
-	require.NoError(t, err)
-	require.NoError(t, fsys.WriteFileAtomic(topicsPath, golden))
-
-	o, _ := testOptions(fsys, "/store")
-	m, err := Open(o)
-	require.NoError(t, err)
+	m, _, _ := openGolden(t, "rocketmq5-topics.json")
 	require.Equal(t, protocol.DataVersion{StateVersion: 3, Counter: 42, Timestamp: 1757000000000}, m.DataVersion())
 
 	got, ok := m.Get("TopicFifo")
@@ -155,17 +172,6 @@ func TestLoadRocketMQ5FileTolerant(t *testing.T) {
 }
 
 func TestBackupFallback(t *testing.T) {
-	setup := func(t *testing.T, main, bak []byte) *mmap.MemFS {
-		fsys := mmap.NewMemFS()
-		require.NoError(t, fsys.MkdirAll("/store/config"))
-		if main != nil {
-			require.NoError(t, fsys.WriteFileAtomic(topicsPath, main))
-		}
-		if bak != nil {
-			require.NoError(t, fsys.WriteFileAtomic(topicsPath+".bak", bak))
-		}
-		return fsys
-	}
 	good := []byte(`{"dataVersion":{"counter":5,"timestamp":1},"topicConfigTable":{"FromBak":{"topicName":"FromBak","readQueueNums":1,"writeQueueNums":1,"perm":6}}}`)
 	cases := []struct {
 		name      string
@@ -184,8 +190,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := setup(t, tc.main, tc.bak)
-			o, _ := testOptions(fsys, "/store")
+			o, _ := testOptions(memFiles(t, tc.main, tc.bak), "/store")
 			m, err := Open(o)
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)
@@ -249,10 +254,7 @@ func TestCrashRightAfterChangeKeepsIt(t *testing.T) {
 	_, err = m.CreateOrUpdate(topic("Last", 3, 3, 6))
 	require.NoError(t, err)
 
-	crashed := fsys.Crash(nil, 0)
-	o, _ := testOptions(crashed, "/store")
-	m2, err := Open(o)
-	require.NoError(t, err)
+	m2, _ := openFS(t, fsys.Crash(nil, 0))
 	require.Equal(t, m.All(), m2.All())
 	_, ok := m2.Get("Durable")
 	require.False(t, ok)

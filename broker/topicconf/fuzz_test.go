@@ -1,13 +1,10 @@
 package topicconf
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -16,15 +13,11 @@ import (
 // testdata/fuzz/FuzzLoadTopics and include the golden files.
 func FuzzLoadTopics(f *testing.F) {
 	for _, name := range []string{"rocketmq4-topics.json", "rocketmq5-topics.json"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		require.NoError(f, err)
-		f.Add(data)
+		f.Add(readTestdata(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := mmap.NewMemFS()
-		require.NoError(t, fsys.MkdirAll("/store/config"))
-		require.NoError(t, fsys.WriteFileAtomic(topicsPath, data))
-		o, _ := testOptions(fsys, "/store")
+		// Never nil, so that an empty input is written as an empty file.
+		o, _ := testOptions(memFiles(t, append([]byte{}, data...), nil), "/store")
 		m, err := Open(o)
 		if err != nil {
 			require.ErrorIs(t, err, ErrCorrupt)

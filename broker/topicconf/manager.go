@@ -22,16 +22,13 @@ type table struct {
 // use; reads are lock-free.
 type Manager struct {
 	opts    Options
-	path    string
+	file    *metafile.File
 	builtin map[string]bool // names created at start; immutable after Open
 
 	cur atomic.Pointer[table]
 
 	// mu serialises changes and the file writes that make them durable.
-	mu struct {
-		sync.Mutex
-		last []byte // contents of the file as last written or loaded; nil if none
-	}
+	mu sync.Mutex
 }
 
 // Open validates opts, loads Dir/config/topics.json (or its .bak copy) if it
@@ -41,24 +38,19 @@ func Open(opts Options) (*Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(opts.Dir, configDir)
-	if err := opts.FS.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("topicconf: create %s: %w", dir, err)
-	}
-	m := &Manager{opts: opts, path: filepath.Join(dir, fileName)}
-	t, data, found, err := metafile.Load(opts.FS, m.path, &m.opts.Logger, func(b []byte) (*table, error) {
-		return decodeTable(b, &m.opts.Logger)
-	})
+	m := &Manager{opts: opts}
+	file, t, found, err := metafile.Open(opts.FS, filepath.Join(opts.Dir, configDir), fileName, &m.opts.Logger,
+		func(b []byte) (*table, error) { return decodeTable(b, &m.opts.Logger) })
 	if err != nil {
 		return nil, fmt.Errorf("topicconf: %w", err)
 	}
+	m.file = file
 	if !found {
 		t = &table{
 			topics:  map[string]protocol.TopicConfig{},
 			version: protocol.DataVersion{Timestamp: opts.Now().UnixMilli()},
 		}
 	}
-	m.mu.last = data
 	m.builtin = make(map[string]bool)
 	for _, cfg := range builtinTopics(&opts) {
 		m.builtin[cfg.TopicName] = true
@@ -321,14 +313,13 @@ func (m *Manager) writeLocked(t *table) error {
 	if err != nil {
 		return err
 	}
-	err, bakErr := metafile.Write(m.opts.FS, m.path, m.mu.last, data)
+	err, bakErr := m.file.Write(data)
 	if bakErr != nil {
 		m.opts.Logger.Warn().Err(bakErr).Msg("topicconf: backup copy not written")
 	}
 	if err != nil {
 		return fmt.Errorf("topicconf: %w", err)
 	}
-	m.mu.last = data
 	return nil
 }
 

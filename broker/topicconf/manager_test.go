@@ -31,10 +31,17 @@ func testOptions(fsys mmap.FS, dir string) (Options, *fakeClock) {
 func openMem(t *testing.T) (*Manager, *mmap.MemFS, *fakeClock) {
 	t.Helper()
 	fsys := mmap.NewMemFS()
+	m, clk := openFS(t, fsys)
+	return m, fsys, clk
+}
+
+// openFS opens a Manager with test options on fsys at /store.
+func openFS(t *testing.T, fsys mmap.FS) (*Manager, *fakeClock) {
+	t.Helper()
 	o, clk := testOptions(fsys, "/store")
 	m, err := Open(o)
 	require.NoError(t, err)
-	return m, fsys, clk
+	return m, clk
 }
 
 func topic(name string, r, w, perm int32) protocol.TopicConfig {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile"
 	"github.com/ferrymq/ferry/internal/logging"
 	"github.com/ferrymq/ferry/internal/mmap"
 )
@@ -91,11 +92,10 @@ func DefaultOptions() Options {
 // Validate reports the first problem with o; the error wraps
 // ErrInvalidOptions.
 func (o *Options) Validate() error {
+	if err := metafile.CheckLocation(o.Dir, o.FS, ErrInvalidOptions); err != nil {
+		return err
+	}
 	switch {
-	case o.Dir == "":
-		return fmt.Errorf("%w: Dir is empty", ErrInvalidOptions)
-	case o.FS == nil:
-		return fmt.Errorf("%w: FS is nil", ErrInvalidOptions)
 	case o.Now == nil:
 		return fmt.Errorf("%w: Now is nil", ErrInvalidOptions)
 	case o.DefaultTopicQueueNums < 1 || o.DefaultTopicQueueNums > MaxQueueNums:

@@ -2,7 +2,10 @@
 // (topics, subscription groups, consumer offsets) the way RocketMQ's
 // ConfigManager does: every write first keeps the previous contents as a
 // ".bak" copy, and a load falls back to that copy when the main file is
-// missing, blank or undecodable.
+// missing, blank or undecodable. A [File], made by [Open], remembers the
+// previous contents between writes; [CheckLocation], [MarshalIndent] and
+// [DecodeObject] hold the option check and the JSON handling the stores
+// share.
 //
 // Errors carry no package prefix; callers wrap them with their own.
 package metafile

@@ -52,6 +52,19 @@ func load(t *testing.T, fsys mmap.FS) (v string, raw []byte, found bool, logs st
 	return v, raw, found, buf.String(), err
 }
 
+// loadFromBak runs load on fsys, checks that it returned bak from the backup
+// copy with a warning, and returns the logs.
+func loadFromBak(t *testing.T, fsys mmap.FS, bak []byte) string {
+	t.Helper()
+	v, raw, found, logs, err := load(t, fsys)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, string(bak), v)
+	require.Equal(t, bak, raw)
+	require.Contains(t, logs, "loaded metadata from backup copy")
+	return logs
+}
+
 func TestLoadMissing(t *testing.T) {
 	v, raw, found, logs, err := load(t, newFS(t, nil, nil))
 	require.NoError(t, err)
@@ -71,12 +84,7 @@ func TestLoadBlank(t *testing.T) {
 	})
 	t.Run("blank main falls back to bak", func(t *testing.T) {
 		bak := []byte(`{"from":"bak"}`)
-		v, raw, found, logs, err := load(t, newFS(t, []byte("\n"), bak))
-		require.NoError(t, err)
-		require.True(t, found)
-		require.Equal(t, string(bak), v)
-		require.Equal(t, bak, raw)
-		require.Contains(t, logs, "loaded metadata from backup copy")
+		loadFromBak(t, newFS(t, []byte("\n"), bak), bak)
 	})
 }
 
@@ -92,12 +100,7 @@ func TestLoadMain(t *testing.T) {
 
 func TestLoadCorruptMainGoodBak(t *testing.T) {
 	bak := []byte(`{"from":"bak"}`)
-	v, raw, found, logs, err := load(t, newFS(t, []byte("garbage"), bak))
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, string(bak), v)
-	require.Equal(t, bak, raw)
-	require.Contains(t, logs, "loaded metadata from backup copy")
+	logs := loadFromBak(t, newFS(t, []byte("garbage"), bak), bak)
 	require.Contains(t, logs, path+BakSuffix)
 	require.Contains(t, logs, "garbage", "the main file's error is logged")
 }
@@ -124,7 +127,8 @@ func TestLoadCorruptBakOnly(t *testing.T) {
 	require.False(t, found)
 }
 
-// failFS fails reads or writes of the paths for which fail returns true.
+// failFS fails reads, writes or directory creations of the paths for which
+// fail returns true.
 type failFS struct {
 	mmap.FS
 	fail func(path string) bool
@@ -137,6 +141,13 @@ func (f failFS) ReadFile(p string) ([]byte, error) {
 		return nil, errInjected
 	}
 	return f.FS.ReadFile(p)
+}
+
+func (f failFS) MkdirAll(p string) error {
+	if f.fail(p) {
+		return errInjected
+	}
+	return f.FS.MkdirAll(p)
 }
 
 func (f failFS) WriteFileAtomic(p string, data []byte) error {
