@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/ferrymq/ferry/internal/delaylevel"
 )
 
 // Byte size units. All are powers of 1024; ParseByteSize also accepts the
@@ -88,47 +90,7 @@ const DefaultDelayLevels = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m
 // empty table, a zero or negative delay, a missing or unknown unit and a
 // fraction ("1.5s") are errors.
 func ParseDelayLevels(s string) ([]time.Duration, error) {
-	fields := strings.Fields(s)
-	if len(fields) == 0 {
-		return nil, errors.New("no delay levels")
-	}
-	levels := make([]time.Duration, 0, len(fields))
-	for i, f := range fields {
-		j := 0
-		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
-			j++
-		}
-		if j == 0 || j == len(f) {
-			return nil, fmt.Errorf("level %d %q: want an integer followed by ms, s, m, h or d", i+1, f)
-		}
-		n, err := strconv.ParseInt(f[:j], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("level %d %q: %w", i+1, f, err)
-		}
-		var unit time.Duration
-		switch f[j:] {
-		case "ms":
-			unit = time.Millisecond
-		case "s":
-			unit = time.Second
-		case "m":
-			unit = time.Minute
-		case "h":
-			unit = time.Hour
-		case "d":
-			unit = 24 * time.Hour
-		default:
-			return nil, fmt.Errorf("level %d %q: unknown unit %q (use ms, s, m, h or d)", i+1, f, f[j:])
-		}
-		if n <= 0 {
-			return nil, fmt.Errorf("level %d %q: delay must be positive", i+1, f)
-		}
-		if n > int64(math.MaxInt64/unit) {
-			return nil, fmt.Errorf("level %d %q: delay too large", i+1, f)
-		}
-		levels = append(levels, time.Duration(n)*unit)
-	}
-	return levels, nil
+	return delaylevel.Parse(s)
 }
 
 // ParseDeleteWhen parses RocketMQ's deleteWhen: hours of the day ("00"–"23",

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/delaylevel"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
@@ -21,7 +20,7 @@ import (
 const DefaultLevelString = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 // MaxLevels bounds the number of delay levels (one queue and one goroutine each).
-const MaxLevels = 1000
+const MaxLevels = delaylevel.MaxLevels
 
 // Store is what the service needs from the message store; *store.Store implements it.
 // The store must be opened (recovered) before New, and shut down after Shutdown.
@@ -123,57 +122,9 @@ func (o *Options) Validate() error {
 // ParseLevels parses a space-separated list of delays such as DefaultLevelString. Each
 // entry is a positive integer followed by a unit: ms, s, m, h or d.
 func ParseLevels(s string) ([]time.Duration, error) {
-	fields := strings.Fields(s)
-	if len(fields) == 0 {
-		return nil, errors.New("schedule: no delay levels")
-	}
-	if len(fields) > MaxLevels {
-		return nil, fmt.Errorf("schedule: %d delay levels, at most %d", len(fields), MaxLevels)
-	}
-	out := make([]time.Duration, len(fields))
-	for i, f := range fields {
-		d, err := parseLevel(f)
-		if err != nil {
-			return nil, fmt.Errorf("schedule: delay level %d %q: %w", i+1, f, err)
-		}
-		out[i] = d
-	}
-	return out, nil
-}
-
-// parseLevel parses one entry of a level list.
-func parseLevel(f string) (time.Duration, error) {
-	digits := 0
-	for digits < len(f) && f[digits] >= '0' && f[digits] <= '9' {
-		digits++
-	}
-	if digits == 0 {
-		return 0, errors.New("want a positive integer and a unit (ms, s, m, h, d)")
-	}
-	n, err := strconv.ParseInt(f[:digits], 10, 64)
+	levels, err := delaylevel.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("bad number: %w", err)
+		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	var unit time.Duration
-	switch f[digits:] {
-	case "ms":
-		unit = time.Millisecond
-	case "s":
-		unit = time.Second
-	case "m":
-		unit = time.Minute
-	case "h":
-		unit = time.Hour
-	case "d":
-		unit = 24 * time.Hour
-	default:
-		return 0, fmt.Errorf("unknown unit %q (want ms, s, m, h or d)", f[digits:])
-	}
-	if n <= 0 {
-		return 0, errors.New("a delay must be positive")
-	}
-	if n > int64(365*24*time.Hour/unit) {
-		return 0, errors.New("a delay must be at most 365d")
-	}
-	return time.Duration(n) * unit, nil
+	return levels, nil
 }
