@@ -2,7 +2,6 @@ package store
 
 import (
 	"slices"
-	"time"
 
 	"github.com/ferrymq/ferry/commitlog"
 )
@@ -11,18 +10,7 @@ import (
 const maxDeletesPerRound = 10
 
 // cleanLoop deletes expired data every CleanInterval.
-func (s *Store) cleanLoop() {
-	t := time.NewTicker(s.opts.CleanInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.cleanOnce()
-		}
-	}
-}
+func (s *Store) cleanLoop() { s.every(s.opts.CleanInterval, func() { s.cleanOnce() }) }
 
 // cleanOnce runs one cleanup round: commit-log segments first (expired ones at a
 // DeleteWhen hour or when the disk is fuller than DiskMaxUsedRatio; the oldest ones

@@ -2,7 +2,6 @@ package store
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -54,17 +53,3 @@ func (g *diskGuard) markFull() {
 
 // used returns the last sampled used fraction of the disk.
 func (g *diskGuard) used() float64 { return float64(g.usedRatio.Load()) / 1e6 }
-
-// run checks every interval until stop closes.
-func (g *diskGuard) run(interval time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			g.check()
-		}
-	}
-}

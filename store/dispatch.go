@@ -212,16 +212,23 @@ func (s *Store) indexRecord(d *dispatcher, rec *message.Record, off int64) error
 // checkpointLoop flushes consume queues and the index and writes the checkpoint every
 // CheckpointInterval.
 func (s *Store) checkpointLoop() {
-	t := time.NewTicker(s.opts.CheckpointInterval)
+	s.every(s.opts.CheckpointInterval, func() {
+		if err := s.writeCheckpoint(); err != nil {
+			s.log.Error().Err(err).Msg("checkpoint failed")
+		}
+	})
+}
+
+// every runs fn every interval until Shutdown.
+func (s *Store) every(interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := s.writeCheckpoint(); err != nil {
-				s.log.Error().Err(err).Msg("checkpoint failed")
-			}
+			fn()
 		}
 	}
 }

@@ -114,7 +114,7 @@ func (s *Store) Start() {
 	}
 	s.goTracked(s.dispatchLoop)
 	s.goTracked(s.checkpointLoop)
-	s.goTracked(func() { s.guard.run(s.opts.DiskCheckInterval, s.stop) })
+	s.goTracked(func() { s.every(s.opts.DiskCheckInterval, s.guard.check) })
 	s.goTracked(s.cleanLoop)
 }
 
