@@ -113,14 +113,27 @@ func (lp *longPoll) run() {
 // sweep replays held pulls whose queue has grown or whose deadline passed.
 func (lp *longPoll) sweep() {
 	now := lp.b.opts.Clock()
-	var due []*heldPull
+	maxOff := map[queueKey]int64{}
+	lp.replay(lp.take(func(k queueKey, hp *heldPull) bool {
+		m, ok := maxOff[k]
+		if !ok {
+			m = lp.b.store.MaxOffset(k.topic, k.queueID)
+			maxOff[k] = m
+		}
+		return m > hp.p.h.QueueOffset || !now.Before(hp.deadline)
+	}))
+}
+
+// take removes and returns the held pulls for which pick is true.
+func (lp *longPoll) take(pick func(queueKey, *heldPull) bool) []*heldPull {
+	var out []*heldPull
 	lp.mu.Lock()
+	defer lp.mu.Unlock()
 	for k, list := range lp.mu.held {
-		maxOff := lp.b.store.MaxOffset(k.topic, k.queueID)
 		keep := list[:0]
 		for _, hp := range list {
-			if maxOff > hp.p.h.QueueOffset || !now.Before(hp.deadline) {
-				due = append(due, hp)
+			if pick(k, hp) {
+				out = append(out, hp)
 			} else {
 				keep = append(keep, hp)
 			}
@@ -131,8 +144,7 @@ func (lp *longPoll) sweep() {
 			lp.mu.held[k] = keep
 		}
 	}
-	lp.mu.Unlock()
-	lp.replay(due)
+	return out
 }
 
 // replay answers held pulls by pulling again without suspension.
@@ -148,24 +160,7 @@ func (lp *longPoll) replay(list []*heldPull) {
 // dropChannel forgets the held pulls of a closed connection (they are answered with
 // nothing, which ends them for the remoting server).
 func (lp *longPoll) dropChannel(id uint64) {
-	var gone []*heldPull
-	lp.mu.Lock()
-	for k, list := range lp.mu.held {
-		keep := list[:0]
-		for _, hp := range list {
-			if hp.p.ch.ID() == id {
-				gone = append(gone, hp)
-			} else {
-				keep = append(keep, hp)
-			}
-		}
-		if len(keep) == 0 {
-			delete(lp.mu.held, k)
-		} else {
-			lp.mu.held[k] = keep
-		}
-	}
-	lp.mu.Unlock()
+	gone := lp.take(func(_ queueKey, hp *heldPull) bool { return hp.p.ch.ID() == id })
 	for _, hp := range gone {
 		_ = hp.p.ch.Reply(hp.p.req, respond(hp.p.req, protocol.PullNotFound, "connection closed"))
 	}
@@ -173,21 +168,14 @@ func (lp *longPoll) dropChannel(id uint64) {
 
 // releaseAll answers every held pull at once (shutdown).
 func (lp *longPoll) releaseAll() {
-	lp.mu.Lock()
-	var all []*heldPull
-	for k, list := range lp.mu.held {
-		all = append(all, list...)
-		delete(lp.mu.held, k)
-	}
-	lp.mu.Unlock()
-	for {
+	all := lp.take(func(queueKey, *heldPull) bool { return true })
+	for drained := false; !drained; {
 		select {
 		case list := <-lp.ready:
 			all = append(all, list...)
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
 	lp.replay(all)
 }
