@@ -19,7 +19,9 @@ import (
 )
 
 // randomListener decides transaction i by fate[i]: 0 commit, 1 rollback, 2 unknown then
-// commit on check, 3 unknown then rollback on check. It counts checks per transaction id.
+// commit on check, 3 unknown then rollback on check, 4 sent by a producer that then dies
+// (its group's surviving producer answers the check: commit for even i, rollback for odd).
+// It counts checks per transaction id.
 type randomListener struct {
 	fate     []int
 	mu       sync.Mutex
@@ -59,13 +61,17 @@ func (l *randomListener) CheckLocalTransaction(m *primitive.MessageExt) primitiv
 	if _, done := l.resolved[body]; !done {
 		l.resolved[body] = time.Now()
 	}
-	if l.fate[txIndex(&m.Message)] == 2 {
+	i := txIndex(&m.Message)
+	if l.fate[i] == 2 || (l.fate[i] == 4 && i%2 == 0) {
 		return primitive.CommitMessageState
 	}
 	return primitive.RollbackMessageState
 }
 
-// 10,000 transactions with random outcomes: every one resolved, no rolled-back message
+// isCommitted reports whether transaction i with fate f ends committed.
+func isCommitted(f, i int) bool { return f == 0 || f == 2 || (f == 4 && i%2 == 0) }
+
+// 10,000 transactions with random outcomes, a fifth of them from a producer that dies: every one resolved, no rolled-back message
 // delivered, no committed one lost or delivered twice, no transaction checked more than
 // the maximum or after it was resolved.
 func TestTransactionsRandomOutcomes(t *testing.T) {
@@ -77,7 +83,7 @@ func TestTransactionsRandomOutcomes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	l := &randomListener{fate: make([]int, n), checks: map[string]int{}, resolved: map[string]time.Time{}}
 	for i := range l.fate {
-		l.fate[i] = rng.IntN(4)
+		l.fate[i] = rng.IntN(5)
 	}
 	p, err := rocketmq.NewTransactionProducer(l,
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
@@ -85,14 +91,26 @@ func TestTransactionsRandomOutcomes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
 	defer func() { _ = p.Shutdown() }()
+	// The "crashing" producer: same group, its own client and connection, shut down right
+	// after its sends, leaving its transactions to the group's surviving producer.
+	doomed, err := rocketmq.NewTransactionProducer(l,
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+		producer.WithGroupName("tx-rnd-pg"), producer.WithInstanceName(instance("tx-rnd-doomed")))
+	require.NoError(t, err)
+	require.NoError(t, doomed.Start())
 	start := time.Now()
 	for i := range n {
-		_, err := p.SendMessageInTransaction(context.Background(), primitive.NewMessage("TxRandom", []byte(fmt.Sprintf("rnd-%d", i))))
+		sender := p
+		if l.fate[i] == 4 {
+			sender = doomed
+		}
+		_, err := sender.SendMessageInTransaction(context.Background(), primitive.NewMessage("TxRandom", []byte(fmt.Sprintf("rnd-%d", i))))
 		require.NoError(t, err)
 	}
+	require.NoError(t, doomed.Shutdown())
 	committed := 0
-	for _, f := range l.fate {
-		if f == 0 || f == 2 {
+	for i, f := range l.fate {
+		if isCommitted(f, i) {
 			committed++
 		}
 	}
@@ -110,7 +128,7 @@ func TestTransactionsRandomOutcomes(t *testing.T) {
 	col.mu.Lock()
 	for i, f := range l.fate {
 		body := fmt.Sprintf("rnd-%d", i)
-		if f == 0 || f == 2 {
+		if isCommitted(f, i) {
 			require.Equal(t, 1, col.count[body], "committed %s delivered exactly once", body)
 		} else {
 			require.Zero(t, col.count[body], "rolled-back %s delivered", body)
