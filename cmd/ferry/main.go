@@ -15,9 +15,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -75,6 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ferry:", err)
 		return 1
 	}
+	// netpoll logs through its own process-wide logger (for example a peer resetting a
+	// connection); route it into ours at debug level instead of raw stderr lines.
+	netpoll.SetLoggerOutput(netpollLog{log.With().Str("component", "netpoll").Logger()})
 	switch mode {
 	case "config":
 		for _, k := range conf.Keys() {
@@ -93,6 +98,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+}
+
+// netpollLog adapts netpoll's log output to a zerolog logger.
+type netpollLog struct{ log zerolog.Logger }
+
+// Write logs one netpoll line at debug level.
+func (n netpollLog) Write(p []byte) (int, error) {
+	n.log.Debug().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // stopper is a server that shuts down gracefully.
