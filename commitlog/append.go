@@ -169,8 +169,10 @@ func (l *Log) segmentForLocked(need int64) (*segment, error) {
 	if cur := l.mu.cur; cur != nil {
 		remaining := cur.end - l.mu.pos
 		if need+message.BlankHeaderSize <= remaining {
+			l.writeModeLocked(cur, true)
 			return cur, nil
 		}
+		l.writeModeLocked(cur, false)
 		if remaining > 0 {
 			if remaining >= message.BlankHeaderSize {
 				if _, err := message.EncodeBlank(cur.data[l.mu.pos-cur.start:], int(remaining)); err != nil {
@@ -187,5 +189,18 @@ func (l *Log) segmentForLocked(need int64) (*segment, error) {
 		return nil, err
 	}
 	l.mu.cur = seg
+	l.writeModeLocked(seg, true)
 	return seg, nil
+}
+
+// writeModeLocked switches a segment's mapping between append and read-back advice (see
+// mmap.Mapped.WriteMode) when it changes role. The caller holds mu.
+func (l *Log) writeModeLocked(seg *segment, on bool) {
+	if seg.writeMode == on {
+		return
+	}
+	seg.writeMode = on
+	if err := seg.m.WriteMode(on); err != nil {
+		l.log.Debug().Err(err).Str("segment", seg.name).Msg("mapping advice not taken")
+	}
 }

@@ -53,6 +53,9 @@ type segment struct {
 
 	unmapOnce sync.Once
 	unmapErr  error
+
+	// writeMode is whether the mapping has append advice; guarded by the log's mu.
+	writeMode bool
 }
 
 func newSegment(start int64, m mmap.Mapped, log *zerolog.Logger) *segment {

@@ -28,6 +28,11 @@ type Mapped interface {
 	Size() int64
 	// Sync makes [off, off+n) durable.
 	Sync(off, n int64) error
+	// WriteMode hints how the mapping is about to be used: true while it is the file being
+	// appended to (no read-ahead or fault-around; on Linux this roughly halves the cost of
+	// syncing fresh writes), false for reading it back (normal read-ahead). It is advice
+	// only: an error changes nothing but the speed.
+	WriteMode(on bool) error
 	// Close unmaps the file without syncing it.
 	Close() error
 	// Path is the file's path.

@@ -148,6 +148,9 @@ func (h *memMapped) Sync(off, n int64) error {
 	return nil
 }
 
+// WriteMode implements Mapped; memory has no read-ahead to tune.
+func (h *memMapped) WriteMode(bool) error { return nil }
+
 // Close drops the handle.
 func (h *memMapped) Close() error {
 	h.data = nil

@@ -78,6 +78,19 @@ func (m *osMapped) Sync(off, n int64) error {
 	return nil
 }
 
+// WriteMode implements Mapped with madvise(MADV_RANDOM) while appending and
+// madvise(MADV_NORMAL) afterwards.
+func (m *osMapped) WriteMode(on bool) error {
+	advice := unix.MADV_NORMAL
+	if on {
+		advice = unix.MADV_RANDOM
+	}
+	if err := unix.Madvise(m.data, advice); err != nil {
+		return fmt.Errorf("mmap: madvise %s: %w", m.path, err)
+	}
+	return nil
+}
+
 // Close unmaps and closes the file.
 func (m *osMapped) Close() error {
 	if m.data == nil {
