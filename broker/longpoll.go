@@ -30,7 +30,8 @@ type longPoll struct {
 	ready chan []*heldPull
 	mu    struct {
 		sync.Mutex
-		held map[queueKey][]*heldPull
+		held   map[queueKey][]*heldPull
+		closed bool // set by releaseAll: nothing is parked after it
 	}
 }
 
@@ -51,6 +52,13 @@ func (lp *longPoll) hold(p *pullRequest) {
 	hp := &heldPull{p: p, deadline: lp.b.opts.Clock().Add(timeout)}
 	k := queueKey{p.h.Topic, p.h.QueueID}
 	lp.mu.Lock()
+	if lp.mu.closed {
+		// Shutting down: answer at once, or the request would never end and the remoting
+		// server's drain would wait for it until its deadline.
+		lp.mu.Unlock()
+		lp.replay([]*heldPull{hp})
+		return
+	}
 	lp.mu.held[k] = append(lp.mu.held[k], hp)
 	lp.mu.Unlock()
 	// A message may have been dispatched between the read and the hold.
@@ -166,8 +174,12 @@ func (lp *longPoll) dropChannel(id uint64) {
 	}
 }
 
-// releaseAll answers every held pull at once (shutdown).
+// releaseAll answers every held pull at once and makes later holds answer at once too
+// (shutdown).
 func (lp *longPoll) releaseAll() {
+	lp.mu.Lock()
+	lp.mu.closed = true
+	lp.mu.Unlock()
 	all := lp.take(func(queueKey, *heldPull) bool { return true })
 	for drained := false; !drained; {
 		select {

@@ -4,7 +4,7 @@ package broker
 //
 // Behaviour: check the group (auto-created) and topic, the read permission and the queue
 // id; take the subscription from the request (sysflag 0x4) or from the group's heartbeat
-// (everything when the broker has none yet — the clients filter tags themselves); store the piggy-backed commit offset (sysflag
+// (SUBSCRIPTION_NOT_EXIST when missing); store the piggy-backed commit offset (sysflag
 // 0x1); read up to maxMsgNums messages, filtering by tag hashes recomputed from the tag
 // strings (the Go client's codeSet hashes UTF-8 bytes and would drop non-ASCII tags); send
 // the stored records as the body without copying them. When nothing is new and the
@@ -63,13 +63,11 @@ func (b *Broker) handlePull(_ context.Context, ch remoting.Channel, req *remotin
 		}
 		filter = parseTagExpression(h.Subscription)
 	} else {
-		// Without a registered subscription (a broker restarted since the client's last
-		// heartbeat, up to 30 s ago) serve everything: both official clients filter tags
-		// again themselves, so this only costs bandwidth, where RocketMQ's
-		// SUBSCRIPTION_NOT_EXIST stalls the consumer until its next heartbeat.
-		if sub, ok := b.clients.Subscription(h.ConsumerGroup, h.Topic); ok {
-			filter = tagFilterFrom(sub.SubString, sub.TagsSet)
+		sub, ok := b.clients.Subscription(h.ConsumerGroup, h.Topic)
+		if !ok {
+			return nil, fail(protocol.SubscriptionNotExist, "group %s has no subscription for %s; heartbeat first", h.ConsumerGroup, h.Topic)
 		}
+		filter = tagFilterFrom(sub.SubString, sub.TagsSet)
 	}
 	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.BrokerID == 0 {
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
