@@ -330,11 +330,17 @@ func (m *machine) endDone(origin int64, oc outcome, opWritten bool) {
 		m.remember(origin, oc)
 		return
 	}
+	m.finish(t, oc, !opWritten)
+	m.update(t)
+}
+
+// finish ends t with outcome oc unless it has ended already; opPending says that its op
+// entry still has to be written.
+func (m *machine) finish(t *txn, oc outcome, opPending bool) {
 	if t.state != stateEnded {
 		t.state, t.outcome = stateEnded, oc
-		m.setOpPending(t, !opWritten)
+		m.setOpPending(t, opPending)
 	}
-	m.update(t)
 }
 
 // endFailed reports that the END_TRANSACTION let through by beginEnd wrote nothing; the
@@ -411,10 +417,7 @@ func (m *machine) discardDone(origin int64, ok, opWritten bool) {
 		m.update(t)
 		return
 	}
-	if t.state != stateEnded {
-		t.state, t.outcome = stateEnded, outcomeDiscard
-		m.setOpPending(t, !opWritten)
-	}
+	m.finish(t, outcomeDiscard, !opWritten)
 	m.update(t)
 }
 
@@ -443,10 +446,7 @@ func (m *machine) opWritten(origin int64, ok bool) {
 func (m *machine) lose(t *txn) {
 	m.logf(logError, t.origin, "half message of transaction %d (group %s, uniq %s) at offset %d is "+
 		"unreadable; giving it up", t.origin, t.group, t.uniq, t.live.offset)
-	if t.state != stateEnded {
-		t.state, t.outcome = stateEnded, outcomeDiscard
-		m.setOpPending(t, true)
-	}
+	m.finish(t, outcomeDiscard, true)
 	m.update(t)
 }
 
