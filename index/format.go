@@ -128,8 +128,13 @@ func timeDiff(ts, beginTs int64) int32 {
 // KeyHash is the key hash RocketMQ stores for an index key: the absolute value of the Java
 // String.hashCode of the key (over UTF-16), with Java's Math.abs(Integer.MIN_VALUE) quirk
 // mapped to 0.
-func KeyHash(key string) int32 {
-	h := message.JavaHash(key)
+func KeyHash(key string) int32 { return absHash(message.JavaHash(key)) }
+
+// KeyHashBytes is KeyHash for a key held in bytes (UTF-8).
+func KeyHashBytes(key []byte) int32 { return absHash(message.JavaHashBytes(key)) }
+
+// absHash is Java's Math.abs with Integer.MIN_VALUE mapped to 0.
+func absHash(h int32) int32 {
 	if h < 0 {
 		h = -h // still negative for math.MinInt32
 	}

@@ -169,10 +169,16 @@ const dupTail = 64
 // file's end is a re-dispatch and is ignored, and so is a key hash already indexed for the
 // same offset. A full file is sealed and a new one created.
 func (x *Index) Put(key string, phyOffset, storeTimestamp int64) error {
+	return x.PutHash(KeyHash(key), phyOffset, storeTimestamp)
+}
+
+// PutHash is Put for a key whose hash the caller computed with KeyHash or KeyHashBytes
+// (the index stores only the hash), so a dispatcher building keys in a reused buffer
+// allocates nothing.
+func (x *Index) PutHash(hash int32, phyOffset, storeTimestamp int64) error {
 	if phyOffset < 0 {
 		return fmt.Errorf("%w: physical offset %d", ErrInvalid, phyOffset)
 	}
-	hash := KeyHash(key)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.mu.closed {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/index"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -189,7 +190,7 @@ func (s *Store) indexRecord(d *dispatcher, rec *message.Record, off int64) error
 			return nil
 		}
 		d.key = append(append(append(d.key[:0], rec.Topic...), '#'), key...)
-		if err := s.idx.Put(string(d.key), off, rec.StoreTimestamp); err != nil {
+		if err := s.idx.PutHash(index.KeyHashBytes(d.key), off, rec.StoreTimestamp); err != nil {
 			return fmt.Errorf("store: index %q at %d: %w", d.key, off, err)
 		}
 		return nil
