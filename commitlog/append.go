@@ -26,7 +26,8 @@ import (
 //
 // Errors: when err is nil, the records were appended. When err matches ErrFlushFailed,
 // the records were appended too (res is filled, Status is FlushDiskFailed) but the sync
-// failed. Any other error means nothing was appended: ErrBadBatch, ErrRecordTooLarge,
+// or the write-out of the FlushSync stage failed — unless res.Count is 0: then an earlier
+// failure stopped this append and nothing was appended. Any other error means nothing was appended: ErrBadBatch, ErrRecordTooLarge,
 // ErrClosed, ErrNotRecovered, or a failure to create the next segment (for a full disk
 // it matches mmap.ErrNoSpace); a later Append retries the creation.
 func (l *Log) Append(recs []message.Record, wait bool) (AppendResult, error) {
@@ -36,8 +37,11 @@ func (l *Log) Append(recs []message.Record, wait bool) (AppendResult, error) {
 	}
 	l.closing.RLock()
 	defer l.closing.RUnlock()
-	res, err := l.write(recs, total)
+	res, err := l.write(recs, total, wait)
 	if err != nil {
+		if res.Count > 0 { // appended, but could not be written out (ErrFlushFailed)
+			return res, err
+		}
 		return AppendResult{}, err
 	}
 	end := res.NextOffset()
@@ -92,8 +96,11 @@ func (l *Log) checkBatch(recs []message.Record) (int64, error) {
 	return total, nil
 }
 
-// write appends the checked records under the writer lock.
-func (l *Log) write(recs []message.Record, total int64) (AppendResult, error) {
+// write appends the checked records under the writer lock: straight into the mapped
+// segment, or into the stage (see stage.go) for FlushSync appenders. An error matching
+// ErrFlushFailed comes with a filled result: the records were appended but could not be
+// written out.
+func (l *Log) write(recs []message.Record, total int64, wait bool) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -121,8 +128,20 @@ func (l *Log) write(recs []message.Record, total int64) (AppendResult, error) {
 	}
 	next := first
 	pos := l.mu.pos
-	rel := pos - seg.start
-	dst := seg.data[rel : rel+total]
+	staged := l.useStage(total)
+	if n := int64(len(l.mu.stage)); n > 0 && (!staged || n+total > stageLimit) {
+		// Bytes go to the file in order, and the stage stays bounded.
+		if err := l.drainLocked(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	var dst []byte
+	if staged {
+		dst = l.growStage(total)
+	} else {
+		rel := pos - seg.start
+		dst = seg.data[rel : rel+total]
+	}
 	off := 0
 	for i := range recs {
 		r := &recs[i]
@@ -136,6 +155,9 @@ func (l *Log) write(recs []message.Record, total int64) (AppendResult, error) {
 		n, err := r.EncodeTo(dst[off:])
 		if err != nil { // impossible after checkBatch; never leave a valid-looking record behind
 			clear(dst[:off])
+			if staged {
+				l.mu.stage = l.mu.stage[:len(l.mu.stage)-int(total)]
+			}
 			return AppendResult{}, fmt.Errorf("%w: record %d: %w", ErrBadBatch, i, err)
 		}
 		off += n
@@ -150,16 +172,26 @@ func (l *Log) write(recs []message.Record, total int64) (AppendResult, error) {
 	end := pos + total
 	l.mu.pos = end
 	seg.lastTS.Store(ts)
-	l.wrote.Store(end)
-	l.lastTS.Store(ts) // after wrote: see flushAll
-	return AppendResult{
+	res := AppendResult{
 		PhysicalOffset: pos,
 		Bytes:          int32(total),
 		QueueOffset:    recs[0].QueueOffset,
 		Count:          len(recs),
 		StoreTimestamp: ts,
 		Status:         PutOK,
-	}, nil
+	}
+	if !staged {
+		l.wrote.Store(end)
+		l.lastTS.Store(ts) // after wrote: see flushAll
+		return res, nil
+	}
+	if !wait || len(l.mu.stage) >= stageLimit {
+		if err := l.drainLocked(); err != nil {
+			res.Status = FlushDiskFailed
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // segmentForLocked returns the segment the next need bytes go to, writing the blank
@@ -173,6 +205,9 @@ func (l *Log) segmentForLocked(need int64) (*segment, error) {
 			return cur, nil
 		}
 		l.writeModeLocked(cur, false)
+		if err := l.drainLocked(); err != nil { // the stage belongs before the filler
+			return nil, err
+		}
 		if remaining > 0 {
 			if remaining >= message.BlankHeaderSize {
 				if _, err := message.EncodeBlank(cur.data[l.mu.pos-cur.start:], int(remaining)); err != nil {

@@ -118,6 +118,7 @@ func TestCrashSyncFlush(t *testing.T) {
 	o.SegmentSize = 16 << 10
 	o.FlushMode = FlushSync
 	for i := range 200 {
+		o.MappedSyncAppends = i%4 == 3 // both FlushSync write paths
 		rng := rand.New(rand.NewPCG(uint64(i), 1))
 		keep := 0.0
 		if i%2 == 1 {
@@ -186,11 +187,12 @@ func TestNoSpace(t *testing.T) {
 	require.Len(t, readAll(t, l2), len(recs))
 }
 
-// faultFS wraps a MemFS so a test can make Sync block or fail.
+// faultFS wraps a MemFS so a test can make Sync block or fail, and WriteAt fail.
 type faultFS struct {
 	*mmap.MemFS
-	gate atomic.Pointer[chan struct{}]
-	fail atomic.Bool
+	gate      atomic.Pointer[chan struct{}]
+	fail      atomic.Bool
+	failWrite atomic.Bool
 }
 
 func (f *faultFS) OpenMapped(path string, size int64, create bool) (mmap.Mapped, error) {
@@ -204,6 +206,13 @@ func (f *faultFS) OpenMapped(path string, size int64, create bool) (mmap.Mapped,
 type faultMapped struct {
 	mmap.Mapped
 	fs *faultFS
+}
+
+func (m *faultMapped) WriteAt(p []byte, off int64) error {
+	if m.fs.failWrite.Load() {
+		return fmt.Errorf("injected: %w", syscall.EIO)
+	}
+	return m.Mapped.WriteAt(p, off)
 }
 
 func (m *faultMapped) Sync(off, n int64) error {

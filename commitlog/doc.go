@@ -34,13 +34,16 @@
 //   - Append assigns the physical offset, the queue offset (from the log's topic-queue
 //     table, under the same lock as the physical append, so queue offsets increase in
 //     physical order per queue) and a store timestamp that never decreases, and encodes
-//     the record straight into the mapped segment. Only records whose transaction type
-//     is NOT or COMMIT consume queue offsets; PREPARED and ROLLBACK records get 0.
+//     the record straight into the mapped segment — except a FlushSync append that waits,
+//     which is encoded into the stage that the group-commit flusher writes out with one
+//     write(2) just before its sync (stage.go explains why). Only records whose
+//     transaction type is NOT or COMMIT consume queue offsets; PREPARED and ROLLBACK
+//     records get 0.
 //   - Bytes below MaxOffset are complete records (or fillers) and never change while the
 //     log is open; readers see them without locks. Bytes below FlushedOffset are durable.
 //   - In FlushSync mode an Append with wait=true returns PutOK only once its bytes are
 //     durable (group commit: one flusher goroutine syncs for every waiting appender).
-//   - A failed Sync is sticky: the flushed offset stops, every later waiter and Flush get
+//   - A failed Sync (or write-out of the stage) is sticky: the flushed offset stops, every later waiter and Flush get
 //     the error (after an msync failure the kernel may have dropped the dirty pages, so a
 //     retry that "succeeds" would prove nothing).
 //   - Recover scans from a record boundary, validates each record, zeroes everything after

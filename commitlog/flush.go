@@ -27,14 +27,28 @@ func (l *Log) Flush() error {
 // set nothing appended afterwards can become durable: the store should stop accepting
 // writes.
 func (l *Log) FlushError() error {
-	l.flush.Lock()
-	defer l.flush.Unlock()
-	return l.flush.err
+	if p := l.flushErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
-// flushAll flushes up to the current write position. The timestamp is loaded before the
-// position and write stores it after, so it belongs to a record below the target.
+// fail makes err (which matches ErrFlushFailed) the sticky failure unless one is already
+// set, logs it, and returns the sticky failure.
+func (l *Log) fail(err error) error {
+	if l.flushErr.CompareAndSwap(nil, &err) {
+		l.log.Error().Err(err).Msg("commit log flush failed; durability is lost")
+	}
+	return *l.flushErr.Load()
+}
+
+// flushAll drains the stage and flushes up to the current write position. The timestamp
+// is loaded before the position and write stores it after, so it belongs to a record
+// below the target.
 func (l *Log) flushAll() error {
+	if err := l.drain(); err != nil {
+		return err
+	}
 	ts := l.lastTS.Load()
 	return l.flushTo(l.wrote.Load(), ts)
 }
@@ -44,10 +58,10 @@ func (l *Log) flushAll() error {
 // A Sync failure is logged and becomes sticky. ts is the store timestamp of a record
 // below target, published as FlushedStoreTimestamp on success.
 func (l *Log) flushTo(target, ts int64) error {
-	l.flush.Lock()
-	defer l.flush.Unlock()
-	if l.flush.err != nil {
-		return l.flush.err
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if err := l.FlushError(); err != nil {
+		return err
 	}
 	from := l.flushed.Load()
 	if from < target {
@@ -76,9 +90,7 @@ func (l *Log) flushTo(target, ts int64) error {
 				l.log.Error().Err(rerr).Msg("unmap after flush")
 			}
 			if err != nil {
-				l.flush.err = fmt.Errorf("%w: segment %s [%d, %d): %w", ErrFlushFailed, seg.name, from, end, err)
-				l.log.Error().Err(l.flush.err).Msg("commit log flush failed; durability is lost")
-				return l.flush.err
+				return l.fail(fmt.Errorf("%w: segment %s [%d, %d): %w", ErrFlushFailed, seg.name, from, end, err))
 			}
 		}
 		from = end

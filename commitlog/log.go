@@ -48,9 +48,12 @@ type Log struct {
 
 	mu struct {
 		sync.Mutex
-		cur       *segment // segment being appended to; nil before the first
-		pos       int64    // write position (== wrote, but owned by the writer)
-		lastTS    int64    // last store timestamp handed out
+		cur    *segment // segment being appended to; nil before the first
+		pos    int64    // write position (wrote + len(stage), owned by the writer)
+		lastTS int64    // last store timestamp handed out
+		// stage holds FlushSync records encoded but not yet written to the current
+		// segment: the bytes [wrote, pos). See stage.go.
+		stage     []byte
 		queues    map[queueKey]*queueNext
 		recovered bool // the write position is known
 		appended  bool // an Append has happened (Recover is no longer allowed)
@@ -58,11 +61,11 @@ type Log struct {
 	// listMu serialises changes of segs (copy on write).
 	listMu sync.Mutex
 
-	flush struct {
-		sync.Mutex
-		err error // sticky Sync failure
-	}
-	gc struct {
+	// flushMu serialises flushes.
+	flushMu sync.Mutex
+	// flushErr is the sticky Sync or write-out failure (see fail), nil while healthy.
+	flushErr atomic.Pointer[error]
+	gc       struct {
 		sync.Mutex
 		waiters []*waiter
 		// want is the number of registered waiters at which a registration kicks the

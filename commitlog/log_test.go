@@ -369,10 +369,15 @@ func TestOpenLayout(t *testing.T) {
 }
 
 func TestConcurrentAppendersAndReaders(t *testing.T) {
-	for _, mode := range []FlushMode{FlushAsync, FlushSync} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode   FlushMode
+		mapped bool
+	}{{FlushAsync, false}, {FlushSync, false}, {FlushSync, true}} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s/mapped=%t", mode, tc.mapped), func(t *testing.T) {
 			o := testOptions(mmap.NewMemFS(), "/log")
 			o.FlushMode = mode
+			o.MappedSyncAppends = tc.mapped
 			l := openLog(t, o)
 			const writers, perWriter = 6, 150
 			var wg sync.WaitGroup

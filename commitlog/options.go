@@ -78,6 +78,10 @@ type Options struct {
 	// path. It costs RAM (clean, reclaimable page cache for one segment ahead), no disk
 	// writes.
 	PrefaultSegments bool
+	// MappedSyncAppends makes FlushSync appenders encode straight into the mapping like
+	// FlushAsync ones instead of through the stage written out by the flusher (see
+	// stage.go). Off by default: the stage holds the writer lock several times shorter.
+	MappedSyncAppends bool
 	// StoreHost is written into the STOREHOST field of every record (brokerIP1 and the
 	// listen port); offset message ids are derived from it.
 	StoreHost netip.AddrPort

@@ -33,6 +33,10 @@ type Mapped interface {
 	// syncing fresh writes), false for reading it back (normal read-ahead). It is advice
 	// only: an error changes nothing but the speed.
 	WriteMode(on bool) error
+	// WriteAt copies p into the file at off through the file system (pwrite(2) for real
+	// files) rather than through the mapping; the bytes are visible in Bytes() when it
+	// returns and durable after Sync covers them, exactly like bytes written into Bytes().
+	WriteAt(p []byte, off int64) error
 	// Close unmaps the file without syncing it.
 	Close() error
 	// Path is the file's path.

@@ -35,7 +35,14 @@ func TestMappedFileRoundTrip(t *testing.T) {
 		require.NoError(t, m.Sync(100, 5))
 		require.NoError(t, m.WriteMode(false))
 		require.Error(t, m.Sync(8000, 500), "range outside the file")
+		// WriteAt goes through the file, and the mapping shows it at once.
+		require.NoError(t, m.WriteAt([]byte("world"), 5000))
+		require.Equal(t, "world", string(m.Bytes()[5000:5005]))
+		require.NoError(t, m.Sync(5000, 5))
+		require.Error(t, m.WriteAt([]byte("xy"), 8191), "range outside the file")
+		require.Error(t, m.WriteAt([]byte("xy"), -1), "negative offset")
 		require.NoError(t, m.Close())
+		require.Error(t, m.WriteAt([]byte("x"), 0), "closed")
 		require.NoError(t, fsys.SyncDir(filepath.Dir(p)))
 
 		_, err = fsys.OpenMapped(p, 4096, true)
@@ -43,6 +50,7 @@ func TestMappedFileRoundTrip(t *testing.T) {
 		m, err = fsys.OpenMapped(p, 8192, false)
 		require.NoError(t, err)
 		require.Equal(t, "hello", string(m.Bytes()[100:105]))
+		require.Equal(t, "world", string(m.Bytes()[5000:5005]))
 		require.NoError(t, m.Close())
 
 		names, err := fsys.ReadDir(filepath.Join(dir, "seg"))

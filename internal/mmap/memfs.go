@@ -148,6 +148,18 @@ func (h *memMapped) Sync(off, n int64) error {
 	return nil
 }
 
+// WriteAt implements Mapped: memory has one copy, the same the mapping shows.
+func (h *memMapped) WriteAt(p []byte, off int64) error {
+	if h.data == nil {
+		return fmt.Errorf("mmap: write %s: closed", h.path)
+	}
+	if off < 0 || off+int64(len(p)) > int64(len(h.data)) {
+		return fmt.Errorf("mmap: write [%d,+%d) outside %s of %d bytes", off, len(p), h.path, len(h.data))
+	}
+	copy(h.data[off:], p)
+	return nil
+}
+
 // WriteMode implements Mapped; memory has no read-ahead to tune.
 func (h *memMapped) WriteMode(bool) error { return nil }
 

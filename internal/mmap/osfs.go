@@ -78,6 +78,25 @@ func (m *osMapped) Sync(off, n int64) error {
 	return nil
 }
 
+// WriteAt implements Mapped with pwrite(2).
+func (m *osMapped) WriteAt(p []byte, off int64) error {
+	if m.data == nil {
+		return fmt.Errorf("mmap: write %s: closed", m.path)
+	}
+	if off < 0 || off+int64(len(p)) > int64(len(m.data)) {
+		return fmt.Errorf("mmap: write [%d,+%d) outside %s of %d bytes", off, len(p), m.path, len(m.data))
+	}
+	for len(p) > 0 {
+		n, err := unix.Pwrite(int(m.f.Fd()), p, off)
+		if err != nil {
+			return fmt.Errorf("mmap: write %s: %w", m.path, err)
+		}
+		p = p[n:]
+		off += int64(n)
+	}
+	return nil
+}
+
 // WriteMode implements Mapped with madvise(MADV_RANDOM) while appending and
 // madvise(MADV_NORMAL) afterwards.
 func (m *osMapped) WriteMode(on bool) error {

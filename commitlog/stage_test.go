@@ -1,0 +1,137 @@
+package commitlog
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+)
+
+// stagedPos returns the writer's position (staged bytes included).
+func stagedPos(l *Log) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.pos
+}
+
+// A FlushSync record that waits is invisible until the flusher writes the stage out, and
+// then becomes readable and durable together with the records staged after it.
+func TestSyncStageInvisibleUntilDrained(t *testing.T) {
+	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	o := testOptions(fs, "/log")
+	o.FlushMode = FlushSync
+	l := openLog(t, o)
+
+	gate := make(chan struct{})
+	fs.gate.Store(&gate)
+	first := make(chan AppendResult, 1)
+	go func() {
+		res, _ := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, true)
+		first <- res
+	}()
+	// The flusher wrote the first record out and is now blocked in Sync.
+	require.Eventually(t, func() bool { return l.MaxOffset() > 0 }, 2*time.Second, time.Millisecond)
+	end1 := l.MaxOffset()
+
+	second := make(chan AppendResult, 1)
+	go func() {
+		res, _ := l.Append([]message.Record{newRecord("T", 0, 200, 2)}, true)
+		second <- res
+	}()
+	require.Eventually(t, func() bool { return stagedPos(l) > end1 }, 2*time.Second, time.Millisecond)
+	require.Equal(t, end1, l.MaxOffset(), "a staged record is not readable")
+	_, _, err := l.ReadRecord(end1)
+	require.ErrorIs(t, err, ErrOutOfRange)
+
+	fs.gate.Store(nil)
+	close(gate)
+	r1, r2 := <-first, <-second
+	require.True(t, r1.Durable)
+	require.True(t, r2.Durable)
+	require.Equal(t, end1, r2.PhysicalOffset)
+	require.Equal(t, r2.NextOffset(), l.MaxOffset())
+	require.Equal(t, r2.NextOffset(), l.FlushedOffset())
+	got := readAll(t, l)
+	require.Len(t, got, 2)
+	require.Equal(t, int64(1), got[1].QueueOffset)
+}
+
+// A FlushSync append that does not wait is readable when Append returns, and so is a
+// batch too large for the stage, written after what was staged before it.
+func TestSyncStageNoWaitAndLargeBatch(t *testing.T) {
+	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	o := testOptions(fs, "/log")
+	o.FlushMode = FlushSync
+	o.SegmentSize = 4 << 20
+	l := openLog(t, o)
+
+	res, err := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, false)
+	require.NoError(t, err)
+	require.Equal(t, res.NextOffset(), l.MaxOffset(), "readable on return")
+
+	gate := make(chan struct{})
+	fs.gate.Store(&gate)
+	staged := make(chan AppendResult, 2)
+	appendWaiting := func(seed int) {
+		go func() {
+			r, _ := l.Append([]message.Record{newRecord("T", 0, 300, seed)}, true)
+			staged <- r
+		}()
+	}
+	appendWaiting(10) // written out; the flusher then blocks in Sync
+	require.Eventually(t, func() bool { return l.MaxOffset() > res.NextOffset() }, 2*time.Second, time.Millisecond)
+	appendWaiting(11) // stays staged
+	require.Eventually(t, func() bool { return stagedPos(l) > l.MaxOffset() }, 2*time.Second, time.Millisecond)
+
+	var batch []message.Record
+	for i := 0; int64(len(batch))*(16<<10) <= stageLimit; i++ {
+		batch = append(batch, newRecord("T", 0, 16<<10, 100+i))
+	}
+	big, err := l.Append(batch, false)
+	require.NoError(t, err)
+	require.Greater(t, int64(big.Bytes), int64(stageLimit))
+	require.Equal(t, big.NextOffset(), l.MaxOffset(), "the stage went out first, then the batch")
+	fs.gate.Store(nil)
+	close(gate)
+	<-staged
+	<-staged
+	got := readAll(t, l)
+	require.Len(t, got, 3+len(batch))
+	for i, r := range got {
+		require.Equal(t, int64(i), r.QueueOffset)
+	}
+	require.NoError(t, l.Flush())
+	require.Equal(t, l.MaxOffset(), l.FlushedOffset())
+}
+
+// A failed write-out of the stage is sticky like a failed Sync: the waiting appender gets
+// ErrFlushFailed with its result, later appends are refused, nothing readable changes.
+func TestSyncStageWriteFailure(t *testing.T) {
+	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	o := testOptions(fs, "/log")
+	o.FlushMode = FlushSync
+	l := openLog(t, o)
+	ok, err := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, true)
+	require.NoError(t, err)
+
+	fs.failWrite.Store(true)
+	res, err := l.Append([]message.Record{newRecord("T", 0, 100, 2)}, true)
+	require.ErrorIs(t, err, ErrFlushFailed)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.Equal(t, FlushDiskFailed, res.Status)
+	require.Equal(t, int64(1), res.QueueOffset, "the result is filled: the record was appended")
+	require.Equal(t, ok.NextOffset(), l.MaxOffset(), "never written out, never readable")
+
+	fs.failWrite.Store(false)
+	for _, wait := range []bool{true, false} {
+		_, err = l.Append([]message.Record{newRecord("T", 0, 100, 3)}, wait)
+		require.ErrorIs(t, err, ErrFlushFailed, fmt.Sprintf("sticky (wait=%t)", wait))
+	}
+	require.Len(t, readAll(t, l), 1)
+	require.ErrorIs(t, l.Close(), ErrFlushFailed)
+}
