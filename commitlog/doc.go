@@ -34,7 +34,8 @@
 //   - Append assigns the physical offset, the queue offset (from the log's topic-queue
 //     table, under the same lock as the physical append, so queue offsets increase in
 //     physical order per queue) and a store timestamp that never decreases, and encodes
-//     the record straight into the mapped segment — except a FlushSync append that waits,
+//     the record straight into the mapped segment (through a write window, see
+//     appendBytesLocked) — except a FlushSync append that waits,
 //     which is encoded into the stage that the group-commit flusher writes out with one
 //     write(2) just before its sync (stage.go explains why). Only records whose
 //     transaction type is NOT or COMMIT consume queue offsets; PREPARED and ROLLBACK

@@ -254,6 +254,9 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	l.closed.Store(true)
+	if l.mu.cur != nil {
+		l.closeWindowLocked(l.mu.cur)
+	}
 	l.mu.Unlock()
 	close(l.stop)
 	l.wg.Wait()

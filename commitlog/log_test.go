@@ -540,3 +540,38 @@ func TestIteratorStopsAtCorruption(t *testing.T) {
 	_, _, err := l.ReadRecord(offs[3])
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// Async appends on real files go through write windows that move forward inside a
+// segment and close when it fills: every record reads back, before and after a reopen.
+func TestWriteWindowsOnRealFiles(t *testing.T) {
+	o := testOptions(mmap.OSFS{}, t.TempDir())
+	o.SegmentSize = 4 * windowSize
+	l := openLog(t, o)
+	var want []message.Record
+	for i := 0; l.MaxOffset() < o.SegmentSize+windowSize; i++ {
+		recs := []message.Record{newRecord("T", int32(i%3), 1000+i%1500, i)}
+		_, err := l.Append(recs, false)
+		require.NoError(t, err)
+		want = append(want, recs...)
+		if i%1000 == 0 { // the window is where the writer is
+			require.NotNil(t, l.mu.cur.win)
+			require.LessOrEqual(t, l.mu.cur.win.Offset(), recs[0].PhysicalOffset-l.mu.cur.start)
+		}
+	}
+	check := func(l *Log) {
+		got := readAll(t, l)
+		require.Len(t, got, len(want))
+		for i := range want {
+			requireSameRecord(t, want[i], got[i])
+		}
+	}
+	check(l)
+	require.Nil(t, l.segs.Load().segs[0].win, "a full segment has no window")
+	end := l.MaxOffset()
+	require.NoError(t, l.Close())
+
+	l2, got := recoverFS(t, o, o.FS)
+	defer func() { require.NoError(t, l2.Close()) }()
+	require.Equal(t, end, got)
+	check(l2)
+}

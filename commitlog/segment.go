@@ -56,6 +56,9 @@ type segment struct {
 
 	// writeMode is whether the mapping has append advice; guarded by the log's mu.
 	writeMode bool
+	// win is the writable window appends are encoded into (see Log.appendBytesLocked),
+	// nil when none is open; guarded by the log's mu.
+	win mmap.Window
 }
 
 func newSegment(start int64, m mmap.Mapped, log *zerolog.Logger) *segment {

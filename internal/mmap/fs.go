@@ -37,10 +37,30 @@ type Mapped interface {
 	// files) rather than through the mapping; the bytes are visible in Bytes() when it
 	// returns and durable after Sync covers them, exactly like bytes written into Bytes().
 	WriteAt(p []byte, off int64) error
+	// Window maps [off, off+n) of the file again, writable, for an appender (off is
+	// rounded down to a page). Bytes written through a window are in the file and visible
+	// in Bytes() at once, and durable after Sync covers them, exactly like bytes written
+	// into Bytes(). Why a second mapping: syncing pages that were written through a
+	// mapping write-protects them in that mapping, which costs a TLB shootdown per page
+	// on every other CPU running the process. Pages written through a window that has
+	// been closed are no longer mapped writable anywhere, so syncing them costs none, and
+	// closing the window flushes the TLBs once for the whole range. Close every window
+	// before the file.
+	Window(off, n int64) (Window, error)
 	// Close unmaps the file without syncing it.
 	Close() error
 	// Path is the file's path.
 	Path() string
+}
+
+// Window is a writable mapping of part of a Mapped file (see Mapped.Window).
+type Window interface {
+	// Bytes is the window: Bytes()[i] is byte Offset()+i of the file.
+	Bytes() []byte
+	// Offset is the file offset of Bytes()[0], a multiple of the page size.
+	Offset() int64
+	// Close unmaps the window; what was written through it stays in the file.
+	Close() error
 }
 
 // FS is what the store needs from a file system.

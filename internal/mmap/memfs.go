@@ -160,6 +160,30 @@ func (h *memMapped) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
+// Window implements Mapped: memory has one copy, so a window is a slice of it.
+func (h *memMapped) Window(off, n int64) (Window, error) {
+	start, end, err := windowRange(off, n, int64(len(h.data)), h.data == nil, h.path)
+	if err != nil {
+		return nil, err
+	}
+	return &memWindow{off: start, data: h.data[start:end:end]}, nil
+}
+
+// memWindow is a slice of a MemFS file.
+type memWindow struct {
+	off  int64
+	data []byte
+}
+
+func (w *memWindow) Bytes() []byte { return w.data }
+func (w *memWindow) Offset() int64 { return w.off }
+
+// Close implements Window.
+func (w *memWindow) Close() error {
+	w.data = nil
+	return nil
+}
+
 // WriteMode implements Mapped; memory has no read-ahead to tune.
 func (h *memMapped) WriteMode(bool) error { return nil }
 

@@ -97,6 +97,55 @@ func (m *osMapped) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
+// Window implements Mapped with a second mmap(2) of the range.
+func (m *osMapped) Window(off, n int64) (Window, error) {
+	start, end, err := windowRange(off, n, int64(len(m.data)), m.data == nil, m.path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := unix.Mmap(int(m.f.Fd()), start, int(end-start), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: map window [%d,%d) of %s: %w", start, end, m.path, err)
+	}
+	return &osWindow{off: start, data: data, path: m.path}, nil
+}
+
+// windowRange checks a window request on a file of size bytes and returns its page
+// range.
+func windowRange(off, n, size int64, closed bool, path string) (start, end int64, err error) {
+	switch {
+	case closed:
+		return 0, 0, fmt.Errorf("mmap: window of %s: closed", path)
+	case off < 0 || n <= 0 || off+n > size:
+		return 0, 0, fmt.Errorf("mmap: window [%d,+%d) outside %s of %d bytes", off, n, path, size)
+	}
+	page := int64(os.Getpagesize())
+	return off / page * page, min((off+n+page-1)/page*page, size), nil
+}
+
+// osWindow is a writable mmap(2) of part of a file.
+type osWindow struct {
+	off  int64
+	data []byte
+	path string
+}
+
+func (w *osWindow) Bytes() []byte { return w.data }
+func (w *osWindow) Offset() int64 { return w.off }
+
+// Close unmaps the window.
+func (w *osWindow) Close() error {
+	if w.data == nil {
+		return nil
+	}
+	err := unix.Munmap(w.data)
+	w.data = nil
+	if err != nil {
+		return fmt.Errorf("mmap: unmap window of %s: %w", w.path, err)
+	}
+	return nil
+}
+
 // WriteMode implements Mapped with madvise(MADV_RANDOM) while appending and
 // madvise(MADV_NORMAL) afterwards.
 func (m *osMapped) WriteMode(on bool) error {
