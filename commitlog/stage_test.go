@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,22 @@ import (
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 )
+
+// closeGate makes Sync block until the returned function opens the gate again; cleanup
+// opens it too, so a failing test never leaves the flusher (and Close) blocked.
+func closeGate(t *testing.T, fs *faultFS) (open func()) {
+	gate := make(chan struct{})
+	fs.gate.Store(&gate)
+	var once sync.Once
+	open = func() {
+		once.Do(func() {
+			fs.gate.Store(nil)
+			close(gate)
+		})
+	}
+	t.Cleanup(open)
+	return open
+}
 
 // stagedPos returns the writer's position (staged bytes included).
 func stagedPos(l *Log) int64 {
@@ -27,8 +44,7 @@ func TestSyncStageInvisibleUntilDrained(t *testing.T) {
 	o.FlushMode = FlushSync
 	l := openLog(t, o)
 
-	gate := make(chan struct{})
-	fs.gate.Store(&gate)
+	openGate := closeGate(t, fs)
 	first := make(chan AppendResult, 1)
 	go func() {
 		res, _ := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, true)
@@ -48,8 +64,7 @@ func TestSyncStageInvisibleUntilDrained(t *testing.T) {
 	_, _, err := l.ReadRecord(end1)
 	require.ErrorIs(t, err, ErrOutOfRange)
 
-	fs.gate.Store(nil)
-	close(gate)
+	openGate()
 	r1, r2 := <-first, <-second
 	require.True(t, r1.Durable)
 	require.True(t, r2.Durable)
@@ -73,9 +88,10 @@ func TestSyncStageNoWaitAndLargeBatch(t *testing.T) {
 	res, err := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, false)
 	require.NoError(t, err)
 	require.Equal(t, res.NextOffset(), l.MaxOffset(), "readable on return")
+	// Let the flush it kicked finish, so the gate stops the next one.
+	require.Eventually(t, func() bool { return l.FlushedOffset() == res.NextOffset() }, 2*time.Second, time.Millisecond)
 
-	gate := make(chan struct{})
-	fs.gate.Store(&gate)
+	openGate := closeGate(t, fs)
 	staged := make(chan AppendResult, 2)
 	appendWaiting := func(seed int) {
 		go func() {
@@ -96,8 +112,7 @@ func TestSyncStageNoWaitAndLargeBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, int64(big.Bytes), int64(stageLimit))
 	require.Equal(t, big.NextOffset(), l.MaxOffset(), "the stage went out first, then the batch")
-	fs.gate.Store(nil)
-	close(gate)
+	openGate()
 	<-staged
 	<-staged
 	got := readAll(t, l)
