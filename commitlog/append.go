@@ -26,10 +26,11 @@ import (
 //
 // Errors: when err is nil, the records were appended. When err matches ErrFlushFailed,
 // the records were appended too (res is filled, Status is FlushDiskFailed) but the sync
-// or the write-out of the FlushSync stage failed — unless res.Count is 0: then an earlier
-// failure stopped this append and nothing was appended. Any other error means nothing was appended: ErrBadBatch, ErrRecordTooLarge,
-// ErrClosed, ErrNotRecovered, or a failure to create the next segment (for a full disk
-// it matches mmap.ErrNoSpace); a later Append retries the creation.
+// or the write-out of the FlushSync stage failed — unless res.Count is 0: then an
+// earlier failure stopped this append and nothing was appended. Any other error means
+// nothing was appended: ErrBadBatch, ErrRecordTooLarge, ErrClosed, ErrNotRecovered, or a
+// failure to create the next segment (for a full disk it matches mmap.ErrNoSpace); a
+// later Append retries the creation.
 func (l *Log) Append(recs []message.Record, wait bool) (AppendResult, error) {
 	total, err := l.checkBatch(recs)
 	if err != nil {
@@ -97,9 +98,9 @@ func (l *Log) checkBatch(recs []message.Record) (int64, error) {
 }
 
 // write appends the checked records under the writer lock: straight into the mapped
-// segment, or into the stage (see stage.go) for FlushSync appenders. An error matching
-// ErrFlushFailed comes with a filled result: the records were appended but could not be
-// written out.
+// segment, or into the stage (see stage.go) for FlushSync appenders. An error that comes
+// with a filled result (Count > 0) matches ErrFlushFailed: the records were appended but
+// could not be written out.
 func (l *Log) write(recs []message.Record, total int64, wait bool) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -250,9 +251,10 @@ const windowSize = 4 << 20
 // a slice of the segment's write window (mmap.Mapped.Window), which moves forward as the
 // log grows. Writing through a window that is closed once passed, rather than through
 // the segment's own mapping, keeps flushes from write-protecting pages the writer has
-// mapped: on a 2-vCPU VM, with the async flusher syncing while a single writer appends
-// 1 KiB records, that took the writer from about 0.6M to 1.4M records/s (TLB shootdowns
-// per flush: ~70,000 → ~1,000; docs/benchmarks.md). If a window cannot be mapped, the
+// mapped, each a TLB shootdown on the writer's CPU. On a 2-vCPU VM a small program
+// copying 1.1 KiB records while another thread synced every 100 ms went from 0.6M to
+// 1.4M records/s this way, and BenchmarkAppendAsync1KiB's shootdowns per run fell from
+// 17,000–49,000 to 500–900 (docs/benchmarks.md). If a window cannot be mapped, the
 // segment's own mapping is used. The caller holds mu.
 func (l *Log) appendBytesLocked(seg *segment, rel, n int64) []byte {
 	if w := seg.win; w != nil {

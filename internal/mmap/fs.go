@@ -4,13 +4,16 @@
 //
 //   - OSFS maps real files with mmap(2), reserves their blocks with fallocate(2) so a write
 //     into the mapping can never hit a full disk, and makes ranges durable with msync(2).
+//     Besides writing into the mapping, a writer can use pwrite(2) (WriteAt) or a second,
+//     short-lived writable mapping (Window); both keep syncs from costing a TLB shootdown
+//     per page (see Mapped.Window).
 //   - MemFS keeps everything in memory and remembers what has been made durable, so a test
 //     can "pull the plug" (Crash) and reopen the store on exactly what would survive a power
 //     loss — optionally with a random part of the unsynced pages written back, as a kernel
 //     might have done before the crash. It can also pretend the disk is full.
 //
-// Durability rules (both implementations): bytes written into a Mapped are durable after
-// Sync covers them; a newly created file's existence is durable after SyncDir on its
+// Durability rules (both implementations): bytes written into a Mapped (directly, by
+// WriteAt or through a Window) are durable after Sync covers them; a newly created file's existence is durable after SyncDir on its
 // directory; WriteFileAtomic is durable when it returns; Remove is immediate.
 package mmap
 
