@@ -24,16 +24,7 @@ import (
 // newHashProducer starts a producer that picks the queue by the message's sharding key.
 func newHashProducer(t *testing.T, c *testutil.Cluster, group string) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
-		producer.WithGroupName(group),
-		producer.WithInstanceName(instance("ph")),
-		producer.WithQueueSelector(producer.NewHashQueueSelector()),
-	)
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	t.Cleanup(func() { _ = p.Shutdown() })
-	return p
+	return newProducer(t, c, group, producer.WithQueueSelector(producer.NewHashQueueSelector()))
 }
 
 // ownQueues allocates the queues of topic whose id satisfies own, and every queue of

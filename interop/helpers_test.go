@@ -325,16 +325,7 @@ func brokerName(t *testing.T, c *testutil.Cluster, topic string) string {
 // newManualProducer starts a producer that sends to the queue named in each message.
 func newManualProducer(t *testing.T, c *testutil.Cluster, group string) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
-		producer.WithGroupName(group),
-		producer.WithInstanceName(instance("pm")),
-		producer.WithQueueSelector(producer.NewManualQueueSelector()),
-	)
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	t.Cleanup(func() { _ = p.Shutdown() })
-	return p
+	return newProducer(t, c, group, producer.WithQueueSelector(producer.NewManualQueueSelector()))
 }
 
 // waitStableAssignment sends probe rounds (one message per queue) until two rounds in a

@@ -33,14 +33,15 @@ var seq atomic.Int64
 func instance(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
 
 // newProducer starts an official producer against the cluster.
-func newProducer(t *testing.T, c *testutil.Cluster, group string) rocketmq.Producer {
+func newProducer(t *testing.T, c *testutil.Cluster, group string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(
+	all := append([]producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
 		producer.WithGroupName(group),
 		producer.WithInstanceName(instance("p")),
 		producer.WithRetry(2),
-	)
+	}, opts...)
+	p, err := rocketmq.NewProducer(all...)
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { _ = p.Shutdown() })
