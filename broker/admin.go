@@ -11,73 +11,58 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
 
-func (b *Broker) handleCreateTopic(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	topic := req.Ext("topic")
-	if err := protocol.ValidateTopic(topic); err != nil {
+// adminHandler serves topic and group administration.
+type adminHandler struct {
+	store   MessageStore
+	topics  TopicTable
+	groups  GroupTable
+	offsets OffsetTable
+	// registerNow registers with the name servers and returns when done.
+	registerNow func(ctx context.Context)
+}
+
+func (a *adminHandler) handleCreateTopic(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.CreateTopicRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
+	}
+	if err := protocol.ValidateTopic(h.Topic); err != nil {
 		return nil, fail(protocol.InvalidParameter, "%v", err)
 	}
-	if protocol.IsSystemTopic(topic) {
-		return nil, fail(protocol.InvalidParameter, "topic %s is a system topic", topic)
+	if protocol.IsSystemTopic(h.Topic) {
+		return nil, fail(protocol.InvalidParameter, "topic %s is a system topic", h.Topic)
 	}
-	var bad []string
-	num := func(key string, def int32) int32 {
-		v, ok := req.ExtFields[key]
-		if !ok || v == "" {
-			return def
-		}
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			bad = append(bad, key+"="+v)
-		}
-		return int32(n)
-	}
-	cfg := protocol.TopicConfig{
-		TopicName:       topic,
-		ReadQueueNums:   num("readQueueNums", 8),
-		WriteQueueNums:  num("writeQueueNums", 8),
-		Perm:            num("perm", 6),
-		TopicFilterType: protocol.TopicFilterType(req.Ext("topicFilterType")),
-		TopicSysFlag:    num("topicSysFlag", 0),
-		Order:           req.Ext("order") == "true",
-	}
-	if len(bad) > 0 {
-		return nil, fail(protocol.InvalidParameter, "topic %s: fields are not 32-bit integers: %s", topic, strings.Join(bad, ", "))
-	}
-	if cfg.TopicFilterType == "" {
-		cfg.TopicFilterType = "SINGLE_TAG"
-	}
-	if _, err := b.topics.CreateOrUpdate(cfg); err != nil {
+	cfg := h.TopicConfig()
+	if _, err := a.topics.CreateOrUpdate(cfg); err != nil {
 		return nil, fail(protocol.InvalidParameter, "%v", err)
 	}
-	b.registerAll(ctx)
+	a.registerNow(ctx)
 	return respond(req, protocol.Success, ""), nil
 }
 
-func (b *Broker) handleDeleteTopic(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	topic := req.Ext("topic")
-	if topic == "" || protocol.IsSystemTopic(topic) {
-		return nil, fail(protocol.InvalidParameter, "topic %q cannot be deleted", topic)
+func (a *adminHandler) handleDeleteTopic(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.DeleteTopicRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil || protocol.IsSystemTopic(h.Topic) {
+		return nil, fail(protocol.InvalidParameter, "topic %q cannot be deleted", h.Topic)
 	}
-	if _, err := b.topics.Delete(topic); err != nil {
+	if _, err := a.topics.Delete(h.Topic); err != nil {
 		return nil, fail(protocol.SystemError, "%v", err)
 	}
-	b.offsets.DeleteTopic(topic)
-	if err := b.store.DeleteTopic(topic); err != nil {
+	a.offsets.DeleteTopic(h.Topic)
+	if err := a.store.DeleteTopic(h.Topic); err != nil {
 		return nil, fail(protocol.SystemError, "%v", err)
 	}
-	b.registerAll(ctx)
+	a.registerNow(ctx)
 	return respond(req, protocol.Success, ""), nil
 }
 
-func (b *Broker) handleAllSubscriptionGroups(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := json.Marshal(b.groups.All())
+func (a *adminHandler) handleAllSubscriptionGroups(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := json.Marshal(a.groups.All())
 	if err != nil {
 		return nil, err
 	}

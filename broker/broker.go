@@ -3,9 +3,10 @@
 // RocketMQ broker requests (one file per request family), holds long polls, and keeps the
 // name servers informed.
 //
-// Handlers reach their dependencies through the Broker's fields, each of which is a
-// narrow, separately tested component: store.Store, topicconf.Manager, groupconf.Manager,
-// offsets.Store, clients.Registry and the long-poll holder.
+// Each request family is a small type built from the narrow interfaces in deps.go
+// (MessageStore, TopicTable, GroupTable, OffsetTable, ClientRegistry, Scheduler,
+// TxnService); only the top-level Broker holds the parts themselves, and New wires them
+// in one order (see New).
 package broker
 
 import (
@@ -14,9 +15,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +25,6 @@ import (
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/broker/topicconf"
-	"github.com/ferrymq/ferry/commitlog"
-	"github.com/ferrymq/ferry/conf"
-	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -50,175 +45,181 @@ const (
 // clientExpiry is how long a client registration lives without a heartbeat.
 const clientExpiry = 120 * time.Second
 
-// Options configures a Broker.
-type Options struct {
-	// Config is the broker configuration (validated by New).
-	Config conf.BrokerConfig
-	// Logger receives everything the broker logs.
-	Logger zerolog.Logger
-	// FS is the file system of the store and metadata (mmap.OSFS{} by default).
-	FS mmap.FS
-	// Clock is the broker's clock (time.Now by default).
-	Clock func() time.Time
-	// TuneStore, if set, adjusts the store options derived from Config (tests use it
-	// for small files).
-	TuneStore func(*store.Options)
-}
-
-// DefaultOptions returns options with the default configuration.
-func DefaultOptions() Options {
-	return Options{Config: conf.DefaultBrokerConfig(), Logger: zerolog.Nop(), FS: mmap.OSFS{}, Clock: time.Now}
-}
-
-// Validate reports invalid options.
-func (o *Options) Validate() error {
-	if o.FS == nil || o.Clock == nil {
-		return errors.New("broker: FS and Clock must be set")
-	}
-	return o.Config.Validate()
-}
-
 // Broker serves RocketMQ clients from a Ferry store.
 type Broker struct {
-	opts      Options
-	cfg       conf.BrokerConfig
-	log       zerolog.Logger
-	storeHost netip.AddrPort
-	addr      string // advertised "ip:port"
-	uniq      *message.UniqKeyGenerator
+	opts Options
+	log  zerolog.Logger
 
+	// The parts, opened by New in this order.
 	store   *store.Store
+	sched   *schedule.Service
+	tx      *transaction.Service
 	topics  *topicconf.Manager
 	groups  *groupconf.Manager
 	offsets *offsets.Store
 	clients *clients.Registry
-	polls   *longPoll
-	sched   *schedule.Service
-	tx      *transaction.Service
-	locks   *queueLocks
-	delay   func(*message.Record) error // moves a record asking for a delay into the schedule topics
-	server  *remoting.Server
-	nsrv    *remoting.Client
 
-	chans    sync.Map // channel id → remoting.Channel, for calls back to clients
-	txConns  sync.Map // producer group → id of the channel its last half message came on
-	register chan struct{}
-	ctx      context.Context // cancelled by Shutdown
-	cancel   context.CancelFunc
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	started  atomic.Bool
-	shutdown sync.Once
-	scratch  sync.Pool // of *[]byte, for building properties
+	// The request families.
+	conns   *conns
+	send    *sender
+	txh     *txHandler
+	pull    *puller
+	polls   *longPoll
+	offsetH *offsetHandler
+	query   *queryHandler
+	admin   *adminHandler
+	client  *clientHandler
+	lock    *lockHandler
+
+	server *remoting.Server
+	nsrv   *remoting.Client
+	reg    *registrar
+
+	kickRegister chan struct{} // topics changed: register now
+	ctx          context.Context
+	cancel       context.CancelFunc
+	stop         chan struct{}
+	wg           sync.WaitGroup
+	started      atomic.Bool
+	shutdown     sync.Once
 }
 
-// New opens the store and the metadata under the configured data directory and prepares
-// the request handlers. Start serves them.
+// dispatchTargets receives the store dispatcher's notifications: held pulls and the
+// schedule service wake on them. The store calls it only after Start (store.Options.Notify),
+// by which time New has set both fields.
+type dispatchTargets struct {
+	polls *longPoll
+	sched *schedule.Service
+}
+
+func (d *dispatchTargets) notify(topic string, queueID int32, maxOffset, _ int64) {
+	d.polls.notify(topic, queueID, maxOffset)
+	d.sched.Notify(topic, queueID, maxOffset)
+}
+
+// New opens the store and the metadata and builds the request handlers, in this order:
+//  1. the store (its dispatcher notifies dispatchTargets once started);
+//  2. the schedule and transaction services, on the store;
+//  3. the topic, group and offset tables (the client registry, which needs nothing, comes
+//     first of all, for the transaction checker);
+//  4. the name-server client and registrar, and the handlers, each given only the parts
+//     it uses.
+//
+// Start serves them.
 func New(opts Options) (*Broker, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cfg := opts.Config
 	b := &Broker{
-		opts:     opts,
-		cfg:      cfg,
-		log:      opts.Logger.With().Str("component", "broker").Str("broker", cfg.BrokerName).Logger(),
-		addr:     cfg.EffectiveAdvertisedAddr(),
-		register: make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+		opts:         opts,
+		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
+		kickRegister: make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		conns:        &conns{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	host, err := netip.ParseAddrPort(b.addr)
-	if err != nil {
-		return nil, fmt.Errorf("broker: advertised address %q must be ip:port: %w", b.addr, err)
-	}
-	b.storeHost = host
-	b.uniq = message.NewUniqKeyGenerator(host.Addr(), 0)
-	if err := b.openParts(); err != nil {
+	targets := &dispatchTargets{}
+	if err := b.openParts(targets); err != nil {
 		return nil, err
 	}
+	co := remoting.DefaultClientOptions()
+	co.Logger = opts.Logger
+	nsrv, err := remoting.NewClient(co)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("broker: %w", err), b.closeParts(context.Background()))
+	}
+	b.nsrv = nsrv
+	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, b.log)
+	b.buildHandlers(targets)
 	return b, nil
 }
 
-// openParts opens the store and metadata.
-func (b *Broker) openParts() error {
-	cfg, o := b.cfg, b.opts
-	so := store.DefaultOptions()
-	so.Dir, so.FS, so.Logger, so.Clock, so.StoreHost = cfg.DataDir, o.FS, o.Logger, o.Clock, b.storeHost
-	so.SegmentSize = cfg.CommitLogSegmentSize
-	so.FlushMode = commitlog.FlushAsync
-	if cfg.FlushDiskType == conf.SyncFlush {
-		so.FlushMode = commitlog.FlushSync
-	}
-	so.FlushInterval, so.FlushLeastPages = cfg.FlushInterval, cfg.FlushLeastPages
-	so.FlushThoroughInterval, so.SyncFlushTimeout = cfg.FlushThoroughInterval, cfg.SyncFlushTimeout
-	so.UnitsPerFile = cfg.ConsumeQueueUnitsPerFile
-	so.MaxMessageSize = int(cfg.MaxMessageSize)
-	so.FileReservedTime = cfg.FileReservedTime
-	if hours, err := conf.ParseDeleteWhen(cfg.DeleteWhen); err == nil {
-		so.DeleteWhen = hours
-	}
-	so.DiskMaxUsedRatio = float64(cfg.DiskMaxUsedRatio) / 100
-	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
-	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
-	levels, err := cfg.DelayLevelDurations()
-	if err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	so.TagsCode = schedule.TagsCoder(levels)
-	so.Notify = func(topic string, queueID int32, maxOffset, _ int64) {
-		b.polls.notify(topic, queueID, maxOffset)
-		if b.sched != nil {
-			b.sched.Notify(topic, queueID, maxOffset)
-		}
-	}
-	if o.TuneStore != nil {
-		o.TuneStore(&so)
-	}
-	b.polls = newLongPoll(b)
-	b.locks = newQueueLocks()
+// openParts opens the store, the services and the metadata tables.
+func (b *Broker) openParts(targets *dispatchTargets) error {
+	o := &b.opts
+	so := o.Store // its Logger, Clock and FS are the caller's; the hooks below are the broker's
+	so.StoreHost = netip.MustParseAddrPort(o.AdvertisedAddr)
+	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
+	so.Notify = targets.notify
+	b.clients = clients.New(clients.Options{Logger: o.Logger})
+	var err error
 	if b.store, err = store.Open(so); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	sco := schedule.DefaultOptions()
-	sco.Dir, sco.FS, sco.Store, sco.Levels, sco.Logger, sco.Clock = cfg.DataDir, o.FS, b.store, levels, o.Logger, o.Clock
-	if b.sched, err = schedule.New(sco); err != nil {
+	closeStore := func(err error) error {
 		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
 	}
-	b.delay = func(rec *message.Record) error {
+	sco := schedule.DefaultOptions()
+	sco.Dir, sco.FS, sco.Store, sco.Levels, sco.Logger, sco.Clock = so.Dir, so.FS, b.store, o.DelayLevels, o.Logger, o.Clock
+	if b.sched, err = schedule.New(sco); err != nil {
+		return closeStore(err)
+	}
+	txo := transaction.DefaultOptions()
+	txo.Store, txo.FS, txo.Dir, txo.Logger, txo.Clock = b.store, so.FS, so.Dir, o.Logger, o.Clock
+	txo.Rewrite = func(rec *message.Record) error {
 		_, _, err := b.sched.Rewrite(rec, nil)
 		return err
 	}
-	txo := transaction.DefaultOptions()
-	txo.Store, txo.FS, txo.Dir, txo.Checker, txo.Rewrite = b.store, o.FS, cfg.DataDir, txChecker{b}, b.delay
-	txo.Logger, txo.Clock = o.Logger, o.Clock
-	txo.TransactionTimeout, txo.MaxChecks = cfg.TransactionTimeout, cfg.TransactionCheckMax
-	if cfg.TransactionCheckInterval > 0 {
-		txo.RecheckInterval = cfg.TransactionCheckInterval
+	txo.Checker = &txChecker{clients: b.clients, conns: b.conns, brokerName: o.BrokerName}
+	txo.TransactionTimeout, txo.MaxChecks = o.TransactionTimeout, o.TransactionCheckMax
+	if o.TransactionCheckInterval > 0 {
+		txo.RecheckInterval = o.TransactionCheckInterval
 	}
 	if b.tx, err = transaction.New(txo); err != nil {
-		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+		return closeStore(err)
 	}
 	to := topicconf.DefaultOptions()
-	to.Dir, to.FS, to.Logger, to.Now = cfg.DataDir, o.FS, o.Logger, o.Clock
-	to.AutoCreateTopicEnable, to.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums
-	to.ClusterName, to.BrokerName = cfg.ClusterName, cfg.BrokerName
-	to.OnChange = b.kickRegister
+	to.Dir, to.FS, to.Logger, to.Now = so.Dir, so.FS, o.Logger, o.Clock
+	to.AutoCreateTopicEnable, to.DefaultTopicQueueNums = o.AutoCreateTopic, o.DefaultTopicQueueNums
+	to.ClusterName, to.BrokerName = o.ClusterName, o.BrokerName
+	to.OnChange = func() {
+		select {
+		case b.kickRegister <- struct{}{}:
+		default:
+		}
+	}
 	if b.topics, err = topicconf.Open(to); err != nil {
-		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+		return closeStore(err)
 	}
 	gco := groupconf.DefaultOptions()
-	gco.Dir, gco.FS, gco.Logger, gco.Now = cfg.DataDir, o.FS, o.Logger, o.Clock
+	gco.Dir, gco.FS, gco.Logger, gco.Now = so.Dir, so.FS, o.Logger, o.Clock
+	gco.RetryMaxTimes = int32(o.MaxReconsumeTimes)
 	if b.groups, err = groupconf.Open(gco); err != nil {
-		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+		return closeStore(err)
 	}
 	oo := offsets.DefaultOptions()
-	oo.Dir, oo.FS, oo.Logger = cfg.DataDir, o.FS, o.Logger
+	oo.Dir, oo.FS, oo.Logger = so.Dir, so.FS, o.Logger
 	if b.offsets, err = offsets.Open(oo); err != nil {
-		return errors.Join(fmt.Errorf("broker: %w", err), b.store.Shutdown(context.Background()))
+		return closeStore(err)
 	}
-	b.clients = clients.New(clients.Options{Logger: o.Logger})
 	return nil
+}
+
+// buildHandlers builds the request families from the parts.
+func (b *Broker) buildHandlers(targets *dispatchTargets) {
+	o := &b.opts
+	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
+	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
+	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
+		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0}
+	b.polls.answer = func(p *pullRequest) *remoting.Command { return b.pull.pull(p, false) }
+	targets.polls, targets.sched = b.polls, b.sched
+
+	host := netip.MustParseAddrPort(o.AdvertisedAddr)
+	b.send = &sender{
+		store: b.store, topics: b.topics, sched: b.sched, tx: b.tx, conns: b.conns,
+		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
+		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
+		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
+	}
+	b.txh = &txHandler{tx: b.tx}
+	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
+	b.query = &queryHandler{store: b.store, clock: o.Clock}
+	b.admin = &adminHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		registerNow: b.reg.registerAll}
+	b.client = &clientHandler{clients: b.clients, groups: b.groups, topics: b.topics, conns: b.conns,
+		notify: notify, clock: o.Clock, log: b.log}
+	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
 }
 
 // Start serves requests on ln and starts the background services: the store, the long-poll
@@ -227,11 +228,12 @@ func (b *Broker) Start(ln net.Listener) error {
 	if !b.started.CompareAndSwap(false, true) {
 		return errors.New("broker: already started")
 	}
+	o := &b.opts
 	so := remoting.DefaultServerOptions()
-	so.MaxFrameSize = int(b.cfg.MaxFrameSize)
-	so.IdleTimeout = b.cfg.IdleTimeout
-	so.Logger = b.opts.Logger
-	w := b.cfg.Workers
+	so.MaxFrameSize = o.MaxFrameSize
+	so.IdleTimeout = o.IdleTimeout
+	so.Logger = o.Logger
+	w := o.Workers
 	so.Pools = []remoting.PoolOptions{
 		{Name: remoting.DefaultPool, Workers: w.Admin, QueueSize: 10000},
 		{Name: poolSend, Workers: w.Send, QueueSize: 10000},
@@ -240,7 +242,10 @@ func (b *Broker) Start(ln net.Listener) error {
 		{Name: poolAdmin, Workers: w.Admin, QueueSize: 10000},
 		{Name: poolTx, Workers: w.Transaction, QueueSize: 10000},
 	}
-	so.OnClose = b.channelClosed
+	so.OnClose = func(ch remoting.Channel) {
+		b.polls.dropChannel(ch.ID())
+		b.client.channelClosed(ch.ID())
+	}
 	srv, err := remoting.NewServer(so)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -248,11 +253,6 @@ func (b *Broker) Start(ln net.Listener) error {
 	b.server = srv
 	if err := b.registerHandlers(); err != nil {
 		return err
-	}
-	co := remoting.DefaultClientOptions()
-	co.Logger = b.opts.Logger
-	if b.nsrv, err = remoting.NewClient(co); err != nil {
-		return fmt.Errorf("broker: %w", err)
 	}
 	b.store.Start()
 	b.sched.Start()
@@ -262,10 +262,10 @@ func (b *Broker) Start(ln net.Listener) error {
 	if err := srv.Start(ln); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.goTracked(b.polls.run)
-	b.goTracked(b.expireClients)
-	b.goTracked(b.registerLoop)
-	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", b.addr).Msg("broker started")
+	b.wg.Go(func() { b.polls.run(b.stop) })
+	b.wg.Go(func() { b.client.expire(b.stop) })
+	b.wg.Go(func() { b.reg.run(b.ctx) })
+	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", o.AdvertisedAddr).Msg("broker started")
 	return nil
 }
 
@@ -275,14 +275,6 @@ func (b *Broker) Addr() net.Addr { return b.server.Addr() }
 // Store exposes the message store (tests and tools).
 func (b *Broker) Store() *store.Store { return b.store }
 
-func (b *Broker) goTracked(fn func()) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		fn()
-	}()
-}
-
 // Shutdown stops the broker gracefully: held pulls are answered, the remoting server
 // drains in-flight requests and closes, the broker unregisters from the name servers,
 // and offsets, metadata and the store are flushed. It is idempotent.
@@ -291,64 +283,27 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.shutdown.Do(func() {
 		close(b.stop)
 		b.cancel()
-		b.polls.releaseAll()
+		if b.polls != nil {
+			b.polls.releaseAll()
+		}
 		if b.server != nil {
 			if err := b.server.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		b.wg.Wait()
-		if b.nsrv != nil {
-			b.unregisterAll(ctx)
-			errs = append(errs, b.nsrv.Close())
+		if b.started.Load() {
+			b.reg.unregisterAll(ctx)
 		}
-		errs = append(errs, b.offsets.Close(), b.tx.Shutdown(ctx), b.sched.Shutdown(ctx), b.store.Shutdown(ctx))
+		errs = append(errs, b.nsrv.Close(), b.closeParts(ctx))
 		b.log.Info().Msg("broker stopped")
 	})
 	return errors.Join(errs...)
 }
 
-// channelClosed forgets a connection and notifies the consumer groups it was in.
-func (b *Broker) channelClosed(ch remoting.Channel) {
-	b.chans.Delete(ch.ID())
-	b.txConns.Range(func(group, id any) bool {
-		if id.(uint64) == ch.ID() {
-			b.txConns.CompareAndDelete(group, id)
-		}
-		return true
-	})
-	b.polls.dropChannel(ch.ID())
-	b.notifyGroups(b.clients.ChannelClosed(ch.ID()))
-}
-
-// expireClients drops registrations not refreshed by a heartbeat for clientExpiry.
-func (b *Broker) expireClients() {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-			b.notifyGroups(b.clients.Expire(b.opts.Clock(), clientExpiry))
-		}
-	}
-}
-
-// notifyGroups sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every member of each group.
-func (b *Broker) notifyGroups(groups []string) {
-	for _, g := range groups {
-		for _, id := range b.clients.ConsumerChannels(g) {
-			v, ok := b.chans.Load(id)
-			if !ok {
-				continue
-			}
-			req := remoting.NewRequest(int16(protocol.NotifyConsumerIDsChanged), map[string]string{"consumerGroup": g})
-			if err := v.(remoting.Channel).InvokeOneway(context.Background(), req); err != nil {
-				b.log.Debug().Err(err).Str("group", g).Msg("notify consumer ids changed")
-			}
-		}
-	}
+// closeParts flushes and closes the metadata, the services and the store.
+func (b *Broker) closeParts(ctx context.Context) error {
+	return errors.Join(b.offsets.Close(), b.tx.Shutdown(ctx), b.sched.Shutdown(ctx), b.store.Shutdown(ctx))
 }
 
 // bornHost parses a channel's remote address for the BORNHOST field.
@@ -368,14 +323,4 @@ func respond(req *remoting.Command, code protocol.ResponseCode, remark string) *
 // fail is a handler error answering code with remark.
 func fail(code protocol.ResponseCode, format string, args ...any) error {
 	return &remoting.CodeError{Code: int16(code), Remark: fmt.Sprintf(format, args...)}
-}
-
-// itoa formats an int64.
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
-
-// joinSorted joins ids for logs.
-func joinSorted(ids []string) string {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	return strings.Join(ids, ",")
 }

@@ -11,58 +11,74 @@ package broker
 
 import (
 	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/broker/clients"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
 
+// clientHandler serves client registration.
+type clientHandler struct {
+	clients ClientRegistry
+	groups  GroupTable
+	topics  TopicTable
+	conns   *conns
+	notify  *notifier
+	clock   func() time.Time
+	log     zerolog.Logger
+}
+
 // handleHeartbeat serves HEART_BEAT.
-func (b *Broker) handleHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (c *clientHandler) handleHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	data, err := protocol.DecodeHeartbeatData(req.Body)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode heartbeat: %v", err)
 	}
-	b.chans.Store(ch.ID(), ch)
-	for _, c := range data.ConsumerDataSet {
-		if c.GroupName == "" {
+	c.conns.remember(ch)
+	for _, cd := range data.ConsumerDataSet {
+		if cd.GroupName == "" {
 			continue
 		}
-		gcfg, _, err := b.groups.FindOrCreate(c.GroupName)
+		gcfg, _, err := c.groups.FindOrCreate(cd.GroupName)
 		if err != nil {
-			return nil, fail(protocol.SubscriptionGroupNotExist, "group %s: %v", c.GroupName, err)
+			return nil, fail(protocol.SubscriptionGroupNotExist, "group %s: %v", cd.GroupName, err)
 		}
-		if _, _, err := b.topics.CreateRetryTopic(c.GroupName, int(max(gcfg.RetryQueueNums, 1))); err != nil {
-			b.log.Warn().Err(err).Str("group", c.GroupName).Msg("creating retry topic")
+		if _, _, err := c.topics.CreateRetryTopic(cd.GroupName, int(max(gcfg.RetryQueueNums, 1))); err != nil {
+			c.log.Warn().Err(err).Str("group", cd.GroupName).Msg("creating retry topic")
 		}
 	}
 	info := clients.ChannelInfo{ID: ch.ID(), RemoteAddr: ch.RemoteAddr(), ClientID: data.ClientID,
 		Language: req.Language.String(), Version: req.Version}
-	changed := b.clients.Heartbeat(info, *data, b.opts.Clock())
+	changed := c.clients.Heartbeat(info, *data, c.clock())
 	if len(changed) > 0 {
-		b.log.Info().Str("client", data.ClientID).Str("groups", joinSorted(changed)).Msg("consumer groups changed")
-		b.notifyGroups(changed)
+		c.log.Info().Str("client", data.ClientID).Str("groups", joinSorted(changed)).Msg("consumer groups changed")
+		c.notify.groupsChanged(changed)
 	}
 	return respond(req, protocol.Success, ""), nil
 }
 
 // handleUnregisterClient serves UNREGISTER_CLIENT.
-func (b *Broker) handleUnregisterClient(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	clientID := req.Ext("clientID")
-	if clientID == "" {
-		return nil, fail(protocol.SystemError, "clientID is required")
+func (c *clientHandler) handleUnregisterClient(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.UnregisterClientRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	b.notifyGroups(b.clients.Unregister(clientID, req.Ext("producerGroup"), req.Ext("consumerGroup")))
+	c.notify.groupsChanged(c.clients.Unregister(h.ClientID, h.ProducerGroup, h.ConsumerGroup))
 	return respond(req, protocol.Success, ""), nil
 }
 
 // handleConsumerList serves GET_CONSUMER_LIST_BY_GROUP.
-func (b *Broker) handleConsumerList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (c *clientHandler) handleConsumerList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerListRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	ids := b.clients.ConsumerIDs(h.ConsumerGroup)
+	ids := c.clients.ConsumerIDs(h.ConsumerGroup)
 	body, err := protocol.EncodeConsumerIDList(ids)
 	if err != nil {
 		return nil, err
@@ -73,4 +89,32 @@ func (b *Broker) handleConsumerList(_ context.Context, _ remoting.Channel, req *
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// channelClosed forgets a connection and notifies the consumer groups it was in.
+func (c *clientHandler) channelClosed(id uint64) {
+	c.conns.closed(id)
+	c.notify.groupsChanged(c.clients.ChannelClosed(id))
+}
+
+// expire drops registrations not refreshed by a heartbeat for clientExpiry, every 10 s
+// until stop is closed.
+func (c *clientHandler) expire(stop <-chan struct{}) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			c.notify.groupsChanged(c.clients.Expire(c.clock(), clientExpiry))
+		}
+	}
+}
+
+// joinSorted joins ids for logs.
+func joinSorted(ids []string) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
 }

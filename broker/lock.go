@@ -10,7 +10,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -20,21 +19,6 @@ import (
 
 // lockExpiry is how long an unrenewed queue lock lasts.
 const lockExpiry = 60 * time.Second
-
-// messageQueue is a queue as the clients write it in lock bodies.
-type messageQueue struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-}
-
-// lockBatchBody is the request body of LOCK_BATCH_MQ and UNLOCK_BATCH_MQ.
-type lockBatchBody struct {
-	ConsumerGroup  string         `json:"consumerGroup"`
-	ClientID       string         `json:"clientId"`
-	OnlyThisBroker bool           `json:"onlyThisBroker"`
-	MQSet          []messageQueue `json:"mqSet"`
-}
 
 // lockEntry is one held queue lock.
 type lockEntry struct {
@@ -46,26 +30,26 @@ type lockEntry struct {
 type queueLocks struct {
 	mu struct {
 		sync.Mutex
-		groups map[string]map[messageQueue]*lockEntry
+		groups map[string]map[protocol.MessageQueue]*lockEntry
 	}
 }
 
 func newQueueLocks() *queueLocks {
 	l := &queueLocks{}
-	l.mu.groups = make(map[string]map[messageQueue]*lockEntry)
+	l.mu.groups = make(map[string]map[protocol.MessageQueue]*lockEntry)
 	return l
 }
 
 // lock takes or renews the locks on mqs for client and returns those it now holds.
-func (l *queueLocks) lock(group, client string, mqs []messageQueue, now time.Time) []messageQueue {
+func (l *queueLocks) lock(group, client string, mqs []protocol.MessageQueue, now time.Time) []protocol.MessageQueue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.mu.groups[group]
 	if g == nil {
-		g = make(map[messageQueue]*lockEntry)
+		g = make(map[protocol.MessageQueue]*lockEntry)
 		l.mu.groups[group] = g
 	}
-	held := make([]messageQueue, 0, len(mqs))
+	held := make([]protocol.MessageQueue, 0, len(mqs))
 	for _, mq := range mqs {
 		e := g[mq]
 		switch {
@@ -82,7 +66,7 @@ func (l *queueLocks) lock(group, client string, mqs []messageQueue, now time.Tim
 }
 
 // unlock releases client's locks on mqs.
-func (l *queueLocks) unlock(group, client string, mqs []messageQueue) {
+func (l *queueLocks) unlock(group, client string, mqs []protocol.MessageQueue) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.mu.groups[group]
@@ -93,15 +77,19 @@ func (l *queueLocks) unlock(group, client string, mqs []messageQueue) {
 	}
 }
 
-func (b *Broker) handleLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	var body lockBatchBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
+// lockHandler serves LOCK_BATCH_MQ and UNLOCK_BATCH_MQ.
+type lockHandler struct {
+	locks *queueLocks
+	clock func() time.Time
+}
+
+func (lh *lockHandler) handleLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := protocol.DecodeLockBatchRequestBody(req.Body)
+	if err != nil {
 		return nil, fail(protocol.SystemError, "decode lock body: %v", err)
 	}
-	held := b.locks.lock(body.ConsumerGroup, body.ClientID, body.MQSet, b.opts.Clock())
-	out, err := json.Marshal(struct {
-		LockOKMQSet []messageQueue `json:"lockOKMQSet"`
-	}{held})
+	held := lh.locks.lock(body.ConsumerGroup, body.ClientID, body.MQSet, lh.clock())
+	out, err := protocol.EncodeLockBatchResponseBody(&protocol.LockBatchResponseBody{LockOKMQSet: held})
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +98,11 @@ func (b *Broker) handleLockBatch(_ context.Context, _ remoting.Channel, req *rem
 	return resp, nil
 }
 
-func (b *Broker) handleUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	var body lockBatchBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
+func (lh *lockHandler) handleUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := protocol.DecodeLockBatchRequestBody(req.Body)
+	if err != nil {
 		return nil, fail(protocol.SystemError, "decode unlock body: %v", err)
 	}
-	b.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	lh.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
 	return respond(req, protocol.Success, ""), nil
 }

@@ -4,7 +4,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // longPollSweep is how often held pulls are checked for new messages and timeouts.
@@ -26,30 +29,44 @@ type heldPull struct {
 // adds a message to their queue or when their timeout passes. Replays run on the holder's
 // own goroutine, never on the dispatcher's.
 type longPoll struct {
-	b     *Broker
-	ready chan []*heldPull
-	mu    struct {
+	// maxOffset is the store's next queue offset of a queue.
+	maxOffset func(topic string, queueID int32) int64
+	// answer pulls again without suspension (the pull handler).
+	answer func(*pullRequest) *remoting.Command
+	clock  func() time.Time
+	// longPolling holds pulls for the client's suspend timeout; otherwise for at most
+	// shortTimeout.
+	longPolling  bool
+	shortTimeout time.Duration
+	log          zerolog.Logger
+	ready        chan []*heldPull
+	mu           struct {
 		sync.Mutex
 		held   map[queueKey][]*heldPull
 		closed bool // set by releaseAll: nothing is parked after it
 	}
 }
 
-func newLongPoll(b *Broker) *longPoll {
-	lp := &longPoll{b: b, ready: make(chan []*heldPull, 1024)}
+// newLongPoll returns a holder; its answer function is set by the pull handler that
+// owns it (see newPuller).
+func newLongPoll(maxOffset func(string, int32) int64, clock func() time.Time, longPolling bool,
+	shortTimeout time.Duration, log zerolog.Logger) *longPoll {
+	lp := &longPoll{maxOffset: maxOffset, clock: clock, longPolling: longPolling, shortTimeout: shortTimeout,
+		log: log, ready: make(chan []*heldPull, 1024)}
 	lp.mu.held = make(map[queueKey][]*heldPull)
 	return lp
 }
 
 // hold parks p until a message arrives or its suspend timeout (capped by the broker's
-// settings) passes.
+// settings) passes. The caller re-checks the queue after hold returns, since a message
+// may have been dispatched between its read and the hold.
 func (lp *longPoll) hold(p *pullRequest) {
 	timeout := time.Duration(p.h.SuspendTimeoutMillis) * time.Millisecond
-	if !lp.b.cfg.LongPollingEnable {
-		timeout = min(timeout, lp.b.cfg.ShortPollingTimeout)
+	if !lp.longPolling {
+		timeout = min(timeout, lp.shortTimeout)
 	}
 	timeout = max(timeout, 0)
-	hp := &heldPull{p: p, deadline: lp.b.opts.Clock().Add(timeout)}
+	hp := &heldPull{p: p, deadline: lp.clock().Add(timeout)}
 	k := queueKey{p.h.Topic, p.h.QueueID}
 	lp.mu.Lock()
 	if lp.mu.closed {
@@ -61,10 +78,6 @@ func (lp *longPoll) hold(p *pullRequest) {
 	}
 	lp.mu.held[k] = append(lp.mu.held[k], hp)
 	lp.mu.Unlock()
-	// A message may have been dispatched between the read and the hold.
-	if lp.b.store.MaxOffset(k.topic, k.queueID) > p.h.QueueOffset {
-		lp.notify(k.topic, k.queueID, lp.b.store.MaxOffset(k.topic, k.queueID))
-	}
 }
 
 // notify is called by the dispatcher after a queue grew to maxOffset. It must not block.
@@ -102,13 +115,13 @@ func (lp *longPoll) notify(topic string, queueID int32, maxOffset int64) {
 	}
 }
 
-// run replays woken pulls and sweeps for timeouts until the broker stops.
-func (lp *longPoll) run() {
+// run replays woken pulls and sweeps for timeouts until stop is closed.
+func (lp *longPoll) run(stop <-chan struct{}) {
 	t := time.NewTicker(longPollSweep)
 	defer t.Stop()
 	for {
 		select {
-		case <-lp.b.stop:
+		case <-stop:
 			return
 		case list := <-lp.ready:
 			lp.replay(list)
@@ -120,12 +133,12 @@ func (lp *longPoll) run() {
 
 // sweep replays held pulls whose queue has grown or whose deadline passed.
 func (lp *longPoll) sweep() {
-	now := lp.b.opts.Clock()
+	now := lp.clock()
 	maxOff := map[queueKey]int64{}
 	lp.replay(lp.take(func(k queueKey, hp *heldPull) bool {
 		m, ok := maxOff[k]
 		if !ok {
-			m = lp.b.store.MaxOffset(k.topic, k.queueID)
+			m = lp.maxOffset(k.topic, k.queueID)
 			maxOff[k] = m
 		}
 		return m > hp.p.h.QueueOffset || !now.Before(hp.deadline)
@@ -158,9 +171,9 @@ func (lp *longPoll) take(pick func(queueKey, *heldPull) bool) []*heldPull {
 // replay answers held pulls by pulling again without suspension.
 func (lp *longPoll) replay(list []*heldPull) {
 	for _, hp := range list {
-		resp := lp.b.pull(hp.p, false)
+		resp := lp.answer(hp.p)
 		if err := hp.p.ch.Reply(hp.p.req, resp); err != nil {
-			lp.b.log.Debug().Err(err).Str("topic", hp.p.h.Topic).Msg("answering a held pull")
+			lp.log.Debug().Err(err).Str("topic", hp.p.h.Topic).Msg("answering a held pull")
 		}
 	}
 }

@@ -17,72 +17,80 @@ import (
 	"github.com/ferrymq/ferry/remoting"
 )
 
+// offsetHandler serves the consumer-offset and queue-position requests.
+type offsetHandler struct {
+	store   MessageStore
+	offsets OffsetTable
+}
+
 // offsetResponse answers SUCCESS with an offset.
 func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 	resp := respond(req, protocol.Success, "")
-	resp.ExtFields = protocol.NewExt(&protocol.OffsetResponseHeader{Offset: offset})
+	rh := protocol.OffsetResponseHeader{Offset: offset}
+	rh.EncodeExt(&resp.ExtFields)
 	return resp
 }
 
-func (b *Broker) handleQueryConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleQueryConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.QueryConsumerOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	if off, ok := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID); ok {
+	if off, ok := o.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID); ok {
 		return offsetResponse(req, off), nil
 	}
-	if h.ZeroIfNotFound() && b.store.MinOffset(h.Topic, h.QueueID) == 0 && b.store.MaxOffset(h.Topic, h.QueueID) > 0 {
+	if h.ZeroIfNotFound() && o.store.MinOffset(h.Topic, h.QueueID) == 0 && o.store.MaxOffset(h.Topic, h.QueueID) > 0 {
 		return offsetResponse(req, 0), nil
 	}
 	return respond(req, protocol.QueryNotFound, "no offset stored for this group and queue"), nil
 }
 
-func (b *Broker) handleUpdateConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleUpdateConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.UpdateConsumerOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	o.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	return respond(req, protocol.Success, ""), nil
 }
 
-func (b *Broker) handleGetMaxOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleGetMaxOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetMaxOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	return offsetResponse(req, b.store.MaxOffset(h.Topic, h.QueueID)), nil
+	return offsetResponse(req, o.store.MaxOffset(h.Topic, h.QueueID)), nil
 }
 
-func (b *Broker) handleGetMinOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleGetMinOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetMinOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	return offsetResponse(req, b.store.MinOffset(h.Topic, h.QueueID)), nil
+	return offsetResponse(req, o.store.MinOffset(h.Topic, h.QueueID)), nil
 }
 
-func (b *Broker) handleEarliestStoreTime(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleEarliestStoreTime(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetEarliestMsgStoretimeRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	ts, err := b.store.EarliestStoreTime(h.Topic, h.QueueID)
+	ts, err := o.store.EarliestStoreTime(h.Topic, h.QueueID)
 	if err != nil {
 		ts = 0
 	}
 	resp := respond(req, protocol.Success, "")
-	resp.ExtFields = protocol.NewExt(&protocol.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts})
+	rh := protocol.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts}
+	rh.EncodeExt(&resp.ExtFields)
 	return resp, nil
 }
 
-func (b *Broker) handleSearchOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (o *offsetHandler) handleSearchOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.SearchOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	off, err := b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == protocol.BoundaryUpper)
+	off, err := o.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == protocol.BoundaryUpper)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "%v", err)
 	}

@@ -25,6 +25,18 @@ import (
 // maxPullBytes bounds one pull response body (RocketMQ: 256 KiB in memory).
 const maxPullBytes = 256 << 10
 
+// puller serves the pull family.
+type puller struct {
+	store   MessageStore
+	topics  TopicTable
+	groups  GroupTable
+	clients ClientRegistry
+	offsets OffsetTable
+	polls   *longPoll
+	// master: only a master stores the offsets piggy-backed on pulls.
+	master bool
+}
+
 // pullRequest is a decoded pull with its filter, kept while the request is held.
 type pullRequest struct {
 	ch     remoting.Channel
@@ -34,19 +46,19 @@ type pullRequest struct {
 }
 
 // handlePull serves a pull request.
-func (b *Broker) handlePull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (pl *puller) handlePull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	h := protocol.PullMessageRequestHeader{}
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode pull header: %v", err)
 	}
-	gcfg, _, err := b.groups.FindOrCreate(h.ConsumerGroup)
+	gcfg, _, err := pl.groups.FindOrCreate(h.ConsumerGroup)
 	if err != nil {
 		return nil, fail(protocol.SubscriptionGroupNotExist, "subscription group %s: %v", h.ConsumerGroup, err)
 	}
 	if !gcfg.ConsumeEnable {
 		return nil, fail(protocol.NoPermission, "group %s may not consume", h.ConsumerGroup)
 	}
-	tcfg, ok := b.topics.Get(h.Topic)
+	tcfg, ok := pl.topics.Get(h.Topic)
 	if !ok {
 		return nil, fail(protocol.TopicNotExist, "topic %s does not exist", h.Topic)
 	}
@@ -63,41 +75,45 @@ func (b *Broker) handlePull(_ context.Context, ch remoting.Channel, req *remotin
 		}
 		filter = parseTagExpression(h.Subscription)
 	} else {
-		sub, ok := b.clients.Subscription(h.ConsumerGroup, h.Topic)
+		sub, ok := pl.clients.Subscription(h.ConsumerGroup, h.Topic)
 		if !ok {
 			return nil, fail(protocol.SubscriptionNotExist, "group %s has no subscription for %s; heartbeat first", h.ConsumerGroup, h.Topic)
 		}
 		filter = tagFilterFrom(sub.SubString, sub.TagsSet)
 	}
-	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.BrokerID == 0 {
-		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && pl.master {
+		pl.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	p := &pullRequest{ch: ch, req: req, h: h, filter: filter}
 	suspend := h.SysFlag&protocol.PullFlagSuspend != 0
-	return b.pull(p, suspend), nil
+	return pl.pull(p, suspend), nil
 }
 
 // pull reads messages for p. With suspend, an empty result parks the request and pull
 // returns nil: the long-poll holder answers it later.
-func (b *Broker) pull(p *pullRequest, suspend bool) *remoting.Command {
+func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 	h := &p.h
 	var filter func(int64) bool
 	if p.filter != nil {
 		filter = p.filter.matchCode
 	}
-	r, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, int(max(h.MaxMsgNums, 1)), maxPullBytes, filter)
+	r, err := pl.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, int(max(h.MaxMsgNums, 1)), maxPullBytes, filter)
 	if err != nil {
 		return respond(p.req, protocol.SystemError, err.Error())
 	}
 	code, next := pullCode(r.Status, h.QueueOffset, r)
 	if code == protocol.PullNotFound && suspend {
 		r.Release()
-		b.polls.hold(p)
+		pl.polls.hold(p)
+		// A message may have been dispatched between the read and the hold.
+		if m := pl.store.MaxOffset(h.Topic, h.QueueID); m > h.QueueOffset {
+			pl.polls.notify(h.Topic, h.QueueID, m)
+		}
 		return nil
 	}
 	resp := respond(p.req, code, "")
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}
-	resp.ExtFields = protocol.NewExt(&rh)
+	rh.EncodeExt(&resp.ExtFields)
 	if code == protocol.Success {
 		resp.BodyVec = r.Messages
 		resp.OnWritten = func(error) { r.Release() }

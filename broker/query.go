@@ -9,7 +9,7 @@ package broker
 
 import (
 	"context"
-	"strconv"
+	"time"
 
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -18,19 +18,25 @@ import (
 // maxQueryHits bounds a key query (RocketMQ maxMsgsNumBatch).
 const maxQueryHits = 64
 
-func (b *Broker) handleQueryMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	topic, key := req.Ext("topic"), req.Ext("key")
-	maxNum, err1 := strconv.Atoi(req.Ext("maxNum"))
-	begin, err2 := strconv.ParseInt(req.Ext("beginTimestamp"), 10, 64)
-	end, err3 := strconv.ParseInt(req.Ext("endTimestamp"), 10, 64)
-	if topic == "" || key == "" || err1 != nil || err2 != nil || err3 != nil {
-		return nil, fail(protocol.SystemError, "topic, key, maxNum, beginTimestamp and endTimestamp are required")
+// maxUniqKeyHits bounds a UNIQ_KEY query (RocketMQ: 32, whatever maxNum says).
+const maxUniqKeyHits = 32
+
+// queryHandler serves the message lookups.
+type queryHandler struct {
+	store MessageStore
+	clock func() time.Time
+}
+
+func (q *queryHandler) handleQueryMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.QueryMessageRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	uniq := req.Ext("_UNIQUE_KEY_QUERY") == "true"
-	if uniq {
-		maxNum = 32
+	maxNum := int(h.MaxNum)
+	if h.UniqueKeyQuery {
+		maxNum = maxUniqKeyHits
 	}
-	res, err := b.store.QueryByKey(topic, key, uniq, min(max(maxNum, 1), maxQueryHits), begin, end)
+	res, err := q.store.QueryByKey(h.Topic, h.Key, h.UniqueKeyQuery, min(max(maxNum, 1), maxQueryHits), h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "%v", err)
 	}
@@ -39,31 +45,27 @@ func (b *Broker) handleQueryMessage(_ context.Context, _ remoting.Channel, req *
 		return respond(req, protocol.QueryNotFound, "can not find message, maybe time range not correct"), nil
 	}
 	resp := respond(req, protocol.Success, "")
-	resp.ExtFields = map[string]string{
-		"indexLastUpdateTimestamp": itoa(b.opts.Clock().UnixMilli()),
-		"indexLastUpdatePhyoffset": itoa(b.store.DispatchedOffset()),
+	rh := protocol.QueryMessageResponseHeader{
+		IndexLastUpdateTimestamp: q.clock().UnixMilli(),
+		IndexLastUpdatePhyoffset: q.store.DispatchedOffset(),
 	}
+	rh.EncodeExt(&resp.ExtFields)
 	resp.BodyVec = res.Records
 	resp.OnWritten = func(error) { res.Release() }
 	return resp, nil
 }
 
-func (b *Broker) handleViewMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	off, err := strconv.ParseInt(req.Ext("offset"), 10, 64)
-	if err != nil {
-		return nil, fail(protocol.SystemError, "offset is required")
+func (q *queryHandler) handleViewMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ViewMessageRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	rec, v, err := b.store.ReadMessage(off)
+	raw, view, err := q.store.ReadRecordBytes(h.Offset)
 	if err != nil {
-		return nil, fail(protocol.SystemError, "can not find message by the offset %d: %v", off, err)
-	}
-	body, err := b.store.CommitLog().Read(off, int(rec.StoreSize))
-	v.Release()
-	if err != nil {
-		return nil, fail(protocol.SystemError, "can not read message at %d: %v", off, err)
+		return nil, fail(protocol.SystemError, "can not find message by the offset %d: %v", h.Offset, err)
 	}
 	resp := respond(req, protocol.Success, "")
-	resp.BodyVec = [][]byte{body.Bytes()}
-	resp.OnWritten = func(error) { body.Release() }
+	resp.BodyVec = [][]byte{raw}
+	resp.OnWritten = func(error) { view.Release() }
 	return resp, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -11,71 +13,82 @@ import (
 // registerTimeout bounds one registration round trip.
 const registerTimeout = 6 * time.Second
 
-// kickRegister asks the registration loop to register now (topics changed).
-func (b *Broker) kickRegister() {
-	select {
-	case b.register <- struct{}{}:
-	default:
+// registrar keeps the name servers informed: REGISTER_BROKER with the full topic table at
+// start, every interval and whenever the topics change; UNREGISTER_BROKER at shutdown.
+type registrar struct {
+	topics   TopicTable
+	nsrv     *remoting.Client
+	addrs    []string
+	interval time.Duration
+	header   protocol.RegisterBrokerRequestHeader
+	kick     <-chan struct{}
+	log      zerolog.Logger
+}
+
+// newRegistrar returns a registrar for the name servers at addrs.
+// A send on kick (buffered, by the topic table's change hook) makes it register at once.
+func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick chan struct{}, log zerolog.Logger) *registrar {
+	return &registrar{
+		topics: topics, nsrv: nsrv, addrs: o.NamesrvAddrs, interval: o.RegisterInterval, log: log,
+		kick: kick,
+		header: protocol.RegisterBrokerRequestHeader{
+			BrokerName: o.BrokerName, BrokerAddr: o.AdvertisedAddr, ClusterName: o.ClusterName,
+			HAServerAddr: o.HAAddr, BrokerID: o.BrokerID,
+		},
 	}
 }
 
-// registerLoop registers with every name server at start, every RegisterInterval, and
-// whenever the topics change.
-func (b *Broker) registerLoop() {
-	t := time.NewTicker(b.cfg.RegisterInterval)
+// run registers at once, then every interval and on every kick, until ctx ends.
+func (r *registrar) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
 	defer t.Stop()
-	ctx := b.ctx
-	b.registerAll(ctx)
+	r.registerAll(ctx)
 	for {
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-b.register:
+		case <-r.kick:
 		}
-		b.registerAll(ctx)
+		r.registerAll(ctx)
 	}
 }
 
 // registerAll sends REGISTER_BROKER with the full topic table to every name server.
-func (b *Broker) registerAll(ctx context.Context) {
-	if b.nsrv == nil {
+func (r *registrar) registerAll(ctx context.Context) {
+	if len(r.addrs) == 0 {
 		return
 	}
-	body, err := protocol.EncodeRegisterBrokerBody(&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: b.topics.All()})
+	body, err := protocol.EncodeRegisterBrokerBody(&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: r.topics.All()})
 	if err != nil {
-		b.log.Error().Err(err).Msg("encoding the registration body")
+		r.log.Error().Err(err).Msg("encoding the registration body")
 		return
 	}
-	h := protocol.RegisterBrokerRequestHeader{
-		BrokerName: b.cfg.BrokerName, BrokerAddr: b.addr, ClusterName: b.cfg.ClusterName,
-		HAServerAddr: b.cfg.EffectiveHAListen(), BrokerID: int64(b.cfg.BrokerID),
-	}
-	for _, ns := range b.cfg.NamesrvAddrs {
+	for _, ns := range r.addrs {
 		rctx, cancel := context.WithTimeout(ctx, registerTimeout)
-		req := remoting.NewRequest(int16(protocol.RegisterBroker), protocol.NewExt(&h))
+		req := protocol.NewRequest(protocol.RegisterBroker, &r.header)
 		req.Body = body
-		resp, err := b.nsrv.Invoke(rctx, ns, req)
+		resp, err := r.nsrv.Invoke(rctx, ns, req)
 		cancel()
 		switch {
 		case err != nil:
-			b.log.Warn().Err(err).Str("namesrv", ns).Msg("registering with name server")
+			r.log.Warn().Err(err).Str("namesrv", ns).Msg("registering with name server")
 		case resp.Code != int16(protocol.Success):
-			b.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
+			r.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
 		}
 	}
 }
 
 // unregisterAll sends UNREGISTER_BROKER to every name server (shutdown).
-func (b *Broker) unregisterAll(ctx context.Context) {
-	h := protocol.UnregisterBrokerRequestHeader{BrokerName: b.cfg.BrokerName, BrokerAddr: b.addr,
-		ClusterName: b.cfg.ClusterName, BrokerID: int64(b.cfg.BrokerID)}
-	for _, ns := range b.cfg.NamesrvAddrs {
+func (r *registrar) unregisterAll(ctx context.Context) {
+	h := protocol.UnregisterBrokerRequestHeader{BrokerName: r.header.BrokerName, BrokerAddr: r.header.BrokerAddr,
+		ClusterName: r.header.ClusterName, BrokerID: r.header.BrokerID}
+	for _, ns := range r.addrs {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := b.nsrv.Invoke(rctx, ns, remoting.NewRequest(int16(protocol.UnregisterBroker), protocol.NewExt(&h)))
+		_, err := r.nsrv.Invoke(rctx, ns, protocol.NewRequest(protocol.UnregisterBroker, &h))
 		cancel()
 		if err != nil {
-			b.log.Debug().Err(err).Str("namesrv", ns).Msg("unregistering from name server")
+			r.log.Debug().Err(err).Str("namesrv", ns).Msg("unregistering from name server")
 		}
 	}
 }

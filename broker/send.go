@@ -5,36 +5,81 @@ package broker
 // Behaviour: decode the V1 or V2 header; validate the topic name (INVALID_PARAMETER) and
 // refuse system topics (NO_PERMISSION); find the topic, auto-creating it from the template
 // (TBW102) when allowed, or a retry topic with one queue (TOPIC_NOT_EXIST otherwise); check
-// write permission and the queue id (a negative id picks a queue at random); add a
-// UNIQ_KEY if absent and the CLUSTER property; store; answer with the offset message id(s),
-// the queue and the (first) queue offset. A batch body is a list of items (spec §6.2)
-// stored as consecutive records of one queue; a batch to a retry topic, a transactional
-// batch or one whose wrapper properties carry a DELAY level is MESSAGE_ILLEGAL.
+// write permission and the queue id (a negative id picks a queue at random). The message's
+// properties are scanned once (message.ScanProperties) and the request classified once
+// (plain, batch or prepared); every later decision reads that scan. A UNIQ_KEY is added
+// when absent and the CLUSTER property when absent; a prepared message becomes a half
+// message, a plain one to an exhausted retry topic goes to the dead-letter queue, and a
+// delayed one is parked in the schedule topics; then it is stored and answered with the
+// offset message id(s), the queue and the (first) queue offset. A batch body (see
+// protocol.BatchReader) is stored as consecutive records of one queue; a batch to a retry
+// topic, a transactional batch or one whose wrapper properties carry a DELAY level is
+// MESSAGE_ILLEGAL.
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
+	"sync"
 	"unsafe"
 
-	"github.com/ferrymq/ferry/commitlog"
+	"github.com/rs/zerolog"
+
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/store"
+	"github.com/ferrymq/ferry/transaction"
 )
 
-// handleSend serves the send family.
-func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// sendKind classifies a send request; it is decided once per request.
+type sendKind uint8
+
+const (
+	sendPlain    sendKind = iota // one message
+	sendBatch                    // SEND_BATCH_MESSAGE or the batch flag
+	sendPrepared                 // first phase of a transaction
+)
+
+// classify decides what a send request is.
+func classify(code protocol.RequestCode, h *protocol.SendMessageRequestHeader, sp *message.SendProps) sendKind {
+	switch {
+	case code == protocol.SendBatchMessage || h.Batch:
+		return sendBatch
+	case message.TransactionType(h.SysFlag) == message.TransactionPreparedType || sp.IsPrepared():
+		return sendPrepared
+	default:
+		return sendPlain
+	}
+}
+
+// sender serves the send family and CONSUMER_SEND_MSG_BACK.
+type sender struct {
+	store      MessageStore
+	topics     TopicTable
+	sched      Scheduler
+	tx         TxnService
+	conns      *conns
+	retry      *retryPolicy
+	uniq       *message.UniqKeyGenerator
+	storeHost  netip.AddrPort
+	cluster    string
+	autoCreate bool
+	log        zerolog.Logger
+	scratch    sync.Pool // of *[]byte, for building properties
+}
+
+// handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	code := protocol.RequestCode(req.Code)
 	h, err := protocol.DecodeSendMessageRequestHeader(code, req.ExtFields)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode send header: %v", err)
 	}
-	cfg, err := b.sendTopic(&h)
+	cfg, err := s.sendTopic(&h)
 	if err != nil {
 		return nil, err
 	}
@@ -45,26 +90,19 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
 		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
 	}
-	buf := b.scratchBuf()
-	defer b.scratch.Put(buf)
+	sp := message.ScanProperties(bytesOf(h.Properties))
+	kind := classify(code, &h, &sp)
+	buf := s.scratchBuf()
+	defer s.scratch.Put(buf)
 
 	var recs []message.Record
 	var one [1]message.Record
-	if code == protocol.SendBatchMessage || h.Batch {
-		if h.SysFlag&message.SysFlagTransactionMask != 0 {
-			return nil, fail(protocol.MessageIllegal, "batch messages cannot be transactional")
-		}
-		if protocol.IsRetryTopic(h.Topic) {
-			return nil, fail(protocol.MessageIllegal, "batch messages cannot be sent to retry topic %s", h.Topic)
-		}
-		if lvl, ok := message.LookupProperty(unsafe.Slice(unsafe.StringData(h.Properties), len(h.Properties)), message.PropertyDelayLevel); ok && len(lvl) > 0 && string(lvl) != "0" {
-			return nil, fail(protocol.MessageIllegal, "batch messages cannot be delayed (DELAY=%s)", lvl)
-		}
-		if recs, err = b.decodeBatch(req.Body, &h, buf); err != nil {
-			return nil, fail(protocol.MessageIllegal, "%v", err)
+	if kind == sendBatch {
+		if recs, sp, err = s.batchRecords(req.Body, &h, &sp, buf); err != nil {
+			return nil, err
 		}
 	} else {
-		props, err := b.storeProperties(buf, h.Properties)
+		props, err := s.brokerProperties(buf, bytesOf(h.Properties), &sp)
 		if err != nil {
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
@@ -72,7 +110,7 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 		recs = one[:]
 	}
 	born := bornHost(ch)
-	topic := unsafe.Slice(unsafe.StringData(h.Topic), len(h.Topic))
+	topic := bytesOf(h.Topic)
 	for i := range recs {
 		r := &recs[i]
 		r.QueueID, r.SysFlag, r.BornTimestamp, r.BornHost = queueID, h.SysFlag, h.BornTimestamp, born
@@ -81,17 +119,17 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 			r.SysFlag |= message.SysFlagBornHostV6
 		}
 	}
-	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch && isPrepared(&h, recs[0].Properties) {
-		return b.prepare(ch, req, &recs[0], h.ProducerGroup, b.waitStore(recs[0].Properties))
-	}
-	if len(recs) == 1 && code != protocol.SendBatchMessage && !h.Batch {
-		if err := b.redirectExhaustedRetry(&h, &recs[0]); err != nil {
+	switch kind {
+	case sendPrepared:
+		return s.prepare(ch, req, &recs[0], &sp)
+	case sendPlain:
+		if err := s.retry.redirectExhausted(&h, &recs[0]); err != nil {
 			return nil, err
 		}
 		queueID = recs[0].QueueID
-		pbuf := b.scratchBuf()
-		defer b.scratch.Put(pbuf)
-		props, rewritten, err := b.sched.Rewrite(&recs[0], (*pbuf)[:0])
+		pbuf := s.scratchBuf()
+		defer s.scratch.Put(pbuf)
+		props, rewritten, err := s.sched.RewriteScanned(&recs[0], &sp, (*pbuf)[:0])
 		if err != nil {
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
@@ -99,70 +137,41 @@ func (b *Broker) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 			*pbuf = props
 		}
 	}
-	res, err := b.store.PutMessages(recs, b.waitStore(recs[0].Properties))
+	res, err := s.store.PutMessages(recs, sp.WaitStore())
 	if err != nil && res.Count == 0 {
 		return nil, storeError(err)
 	}
 	resp := respond(req, sendCode(res), "")
 	rh := protocol.SendMessageResponseHeader{
+		MsgID:       s.offsetMsgIDs(recs, res),
 		QueueID:     queueID,
 		QueueOffset: res.QueueOffset,
 		MsgRegion:   "DefaultRegion",
 		TraceOn:     true,
 	}
-	rh.MsgID = b.offsetMsgIDs(recs, res)
-	if uniq, ok := message.LookupProperty(recs[0].Properties, message.PropertyUniqKey); ok && len(recs) == 1 {
-		rh.TransactionID = string(uniq)
+	if kind == sendPlain {
+		rh.TransactionID = string(sp.UniqKey)
 	}
-	resp.ExtFields = protocol.NewExt(&rh)
+	rh.EncodeExt(&resp.ExtFields)
 	return resp, nil
 }
 
-// redirectExhaustedRetry sends a message for %RETRY%<group> whose reconsume count is past
-// the limit (the header's maxReconsumeTimes, else the group's retryMaxTimes) to the group's
-// dead-letter topic instead, without delay (remoting spec §6.1 step 4).
-func (b *Broker) redirectExhaustedRetry(h *protocol.SendMessageRequestHeader, rec *message.Record) error {
-	group, ok := protocol.RetryGroup(h.Topic)
-	if !ok {
-		return nil
-	}
-	gcfg, _, err := b.groups.FindOrCreate(group)
-	if err != nil {
-		return fail(protocol.SubscriptionGroupNotExist, "group %s: %v", group, err)
-	}
-	maxTimes := int32(gcfg.RetryMaxTimes)
-	if h.MaxReconsumeTimes > 0 {
-		maxTimes = h.MaxReconsumeTimes
-	}
-	if h.ReconsumeTimes <= maxTimes {
-		return nil
-	}
-	cfg, _, err := b.topics.CreateDLQTopic(group)
-	if err != nil {
-		return fail(protocol.SystemError, "create DLQ topic: %v", err)
-	}
-	rec.Topic, rec.QueueID = []byte(cfg.TopicName), 0
-	rec.Properties = message.RemoveProperty(rec.Properties, message.PropertyDelayLevel)
-	b.log.Info().Str("group", group).Int32("reconsumeTimes", h.ReconsumeTimes).Msg("retry message moved to the dead-letter queue")
-	return nil
-}
-
 // sendTopic finds the target topic's config, creating it when the request may.
-func (b *Broker) sendTopic(h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
+func (s *sender) sendTopic(h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
 	if err := protocol.ValidateTopic(h.Topic); err != nil && !protocol.IsRetryTopic(h.Topic) && !protocol.IsDLQTopic(h.Topic) {
 		return protocol.TopicConfig{}, fail(protocol.InvalidParameter, "%v", err)
 	}
 	if protocol.IsSendForbiddenTopic(h.Topic) {
 		return protocol.TopicConfig{}, fail(protocol.NoPermission, "sending to system topic %s is forbidden", h.Topic)
 	}
-	cfg, ok := b.topics.Get(h.Topic)
+	cfg, ok := s.topics.Get(h.Topic)
 	if !ok {
 		var err error
 		switch group, isRetry := protocol.RetryGroup(h.Topic); {
 		case isRetry:
-			cfg, _, err = b.topics.CreateRetryTopic(group, 1)
-		case b.cfg.AutoCreateTopic:
-			cfg, _, err = b.topics.AutoCreate(h.Topic, h.DefaultTopic, int(h.DefaultTopicQueueNums))
+			cfg, _, err = s.topics.CreateRetryTopic(group, 1)
+		case s.autoCreate:
+			cfg, _, err = s.topics.AutoCreate(h.Topic, h.DefaultTopic, int(h.DefaultTopicQueueNums))
 		default:
 			err = errors.New("auto-creation is disabled")
 		}
@@ -176,20 +185,16 @@ func (b *Broker) sendTopic(h *protocol.SendMessageRequestHeader) (protocol.Topic
 	return cfg, nil
 }
 
-// storeProperties returns the properties to store: the request's, plus a UNIQ_KEY when
-// absent and the broker's CLUSTER. The result is built in buf (no allocation).
-func (b *Broker) storeProperties(buf *[]byte, props string) ([]byte, error) {
-	raw := unsafe.Slice(unsafe.StringData(props), len(props))
-	out := (*buf)[:0]
-	var err error
-	if _, ok := message.LookupProperty(raw, message.PropertyUniqKey); !ok {
-		out = append(out, message.PropertyUniqKey...)
-		out = append(out, message.NameValueSeparator)
-		out = b.uniq.AppendNext(out)
-		out = append(out, message.PropertySeparator)
-	}
-	if _, ok := message.LookupProperty(raw, message.PropertyCluster); !ok && b.cfg.ClusterName != "" {
-		if out, err = message.AppendProperty(out, message.PropertyCluster, b.cfg.ClusterName); err != nil {
+// brokerProperties returns the properties to store for one message: raw plus a UNIQ_KEY
+// when sp says it has none (sp.UniqKey then holds the new one) and the broker's CLUSTER
+// when absent. The result is built in buf (no allocation once buf has grown). A new
+// UNIQ_KEY's value stays readable through sp.UniqKey even if buf grows afterwards: the
+// bytes it points to are never written again.
+func (s *sender) brokerProperties(buf *[]byte, raw []byte, sp *message.SendProps) ([]byte, error) {
+	out := s.appendUniqKey((*buf)[:0], sp)
+	if sp.Cluster == nil && s.cluster != "" {
+		var err error
+		if out, err = message.AppendProperty(out, message.PropertyCluster, s.cluster); err != nil {
 			return nil, err
 		}
 	}
@@ -201,71 +206,96 @@ func (b *Broker) storeProperties(buf *[]byte, props string) ([]byte, error) {
 	return out, nil
 }
 
-// waitStore decides whether a sync-flush send waits for durability (the WAIT property,
-// default true).
-func (b *Broker) waitStore(props []byte) bool {
-	if v, ok := message.LookupProperty(props, message.PropertyWaitStoreMsgOK); ok && string(v) == "false" {
-		return false
+// appendUniqKey appends a new UNIQ_KEY pair to dst when sp has none, and points
+// sp.UniqKey at its value. It is the one place the broker assigns message ids.
+func (s *sender) appendUniqKey(dst []byte, sp *message.SendProps) []byte {
+	if sp.UniqKey != nil {
+		return dst
 	}
-	return true
+	dst = append(dst, message.PropertyUniqKey...)
+	dst = append(dst, message.NameValueSeparator)
+	start := len(dst)
+	dst = s.uniq.AppendNext(dst)
+	end := len(dst)
+	dst = append(dst, message.PropertySeparator)
+	sp.UniqKey = dst[start:end:end]
+	return dst
 }
 
-// decodeBatch parses a batch body (spec §6.2) into records whose properties get a
-// UNIQ_KEY when they lack one. Item layout, big-endian:
-//
-//	i32 total size (including itself) | i32 magic (ignored) | i32 body CRC (ignored) |
-//	i32 flag | i32 body length | body | i16 properties length | properties
-func (b *Broker) decodeBatch(body []byte, h *protocol.SendMessageRequestHeader, buf *[]byte) ([]message.Record, error) {
+// batchRecords checks a batch request and decodes its items into records whose
+// properties get a UNIQ_KEY when they lack one. It returns the scan of the first item's
+// properties, which decides whether the send waits for a sync flush.
+func (s *sender) batchRecords(body []byte, h *protocol.SendMessageRequestHeader, wrapper *message.SendProps, buf *[]byte) ([]message.Record, message.SendProps, error) {
+	var first message.SendProps
+	if h.SysFlag&message.SysFlagTransactionMask != 0 {
+		return nil, first, fail(protocol.MessageIllegal, "batch messages cannot be transactional")
+	}
+	if protocol.IsRetryTopic(h.Topic) {
+		return nil, first, fail(protocol.MessageIllegal, "batch messages cannot be sent to retry topic %s", h.Topic)
+	}
+	if wrapper.HasDelayLevel() {
+		return nil, first, fail(protocol.MessageIllegal, "batch messages cannot be delayed (DELAY=%s)", wrapper.DelayLevel)
+	}
 	var recs []message.Record
-	out := (*buf)[:0]
 	type span struct{ start, end int }
-	var props []span
-	for p := body; len(p) > 0; {
-		if len(p) < 22 {
-			return nil, fmt.Errorf("batch item truncated: %d bytes left", len(p))
+	var spans []span
+	out := (*buf)[:0]
+	r := protocol.NewBatchReader(body)
+	for r.Next() {
+		it := r.Item()
+		sp := message.ScanProperties(it.Properties)
+		if len(recs) == 0 {
+			first = sp
 		}
-		size := int(int32(binary.BigEndian.Uint32(p)))
-		if size < 22 || size > len(p) {
-			return nil, fmt.Errorf("batch item size %d invalid (%d bytes left)", size, len(p))
-		}
-		item := p[:size]
-		flag := int32(binary.BigEndian.Uint32(item[12:]))
-		blen := int(int32(binary.BigEndian.Uint32(item[16:])))
-		if blen < 0 || 20+blen+2 > size {
-			return nil, fmt.Errorf("batch item body length %d invalid", blen)
-		}
-		plen := int(binary.BigEndian.Uint16(item[20+blen:]))
-		if 22+blen+plen != size {
-			return nil, fmt.Errorf("batch item sizes disagree: total %d, body %d, properties %d", size, blen, plen)
-		}
-		raw := item[22+blen:]
 		start := len(out)
-		if _, ok := message.LookupProperty(raw, message.PropertyUniqKey); !ok {
-			out = append(out, message.PropertyUniqKey...)
-			out = append(out, message.NameValueSeparator)
-			out = b.uniq.AppendNext(out)
-			out = append(out, message.PropertySeparator)
-		}
-		out = append(out, raw...)
-		props = append(props, span{start, len(out)})
-		recs = append(recs, message.Record{Flag: flag, Body: item[20 : 20+blen]})
-		p = p[size:]
+		out = s.appendUniqKey(out, &sp)
+		out = append(out, it.Properties...)
+		spans = append(spans, span{start, len(out)})
+		recs = append(recs, message.Record{Flag: it.Flag, Body: it.Body})
+	}
+	if err := r.Err(); err != nil {
+		return nil, first, fail(protocol.MessageIllegal, "%v", err)
 	}
 	if len(recs) == 0 {
-		return nil, errors.New("empty batch")
+		return nil, first, fail(protocol.MessageIllegal, "empty batch")
 	}
 	for i := range recs {
-		recs[i].Properties = out[props[i].start:props[i].end]
+		recs[i].Properties = out[spans[i].start:spans[i].end]
 	}
 	*buf = out
-	_ = h
-	return recs, nil
+	first.UniqKey = nil // points into a buffer that may have moved; not used for batches
+	return recs, first, nil
+}
+
+// prepare stores a half message and builds the send response. The connection it came on
+// is remembered per producer group as the fallback target of checks (a Go producer that
+// sends before its first heartbeat is otherwise invisible for up to 30 s).
+func (s *sender) prepare(ch remoting.Channel, req *remoting.Command, rec *message.Record, sp *message.SendProps) (*remoting.Command, error) {
+	s.conns.rememberTx(string(sp.ProducerGroup), ch)
+	res, err := s.tx.PrepareScanned(rec, sp, sp.WaitStore())
+	if err != nil {
+		if errors.Is(err, transaction.ErrNoProducerGroup) {
+			return nil, fail(protocol.MessageIllegal, "%v", err)
+		}
+		return nil, storeError(err)
+	}
+	resp := respond(req, sendCode(res.Append), "")
+	rh := protocol.SendMessageResponseHeader{
+		MsgID:         message.OffsetMsgID(s.storeHost, res.Append.PhysicalOffset),
+		QueueID:       res.QueueID,
+		QueueOffset:   res.Append.QueueOffset,
+		TransactionID: res.TransactionID,
+		MsgRegion:     "DefaultRegion",
+		TraceOn:       true,
+	}
+	rh.EncodeExt(&resp.ExtFields)
+	return resp, nil
 }
 
 // offsetMsgIDs returns the offset message ids of stored records, comma-joined.
-func (b *Broker) offsetMsgIDs(recs []message.Record, res commitlog.AppendResult) string {
+func (s *sender) offsetMsgIDs(recs []message.Record, res store.PutResult) string {
 	if len(recs) == 1 {
-		return message.OffsetMsgID(b.storeHost, res.PhysicalOffset)
+		return message.OffsetMsgID(s.storeHost, res.PhysicalOffset)
 	}
 	var sb strings.Builder
 	off := res.PhysicalOffset
@@ -273,15 +303,24 @@ func (b *Broker) offsetMsgIDs(recs []message.Record, res commitlog.AppendResult)
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(message.OffsetMsgID(b.storeHost, off))
+		sb.WriteString(message.OffsetMsgID(s.storeHost, off))
 		off += int64(recs[i].Size())
 	}
 	return sb.String()
 }
 
+// scratchBuf returns a pooled buffer for building properties.
+func (s *sender) scratchBuf() *[]byte {
+	if p, ok := s.scratch.Get().(*[]byte); ok {
+		return p
+	}
+	buf := make([]byte, 0, 512)
+	return &buf
+}
+
 // sendCode maps an append outcome to the send response code.
-func sendCode(res commitlog.AppendResult) protocol.ResponseCode {
-	if res.Status == commitlog.PutOK {
+func sendCode(res store.PutResult) protocol.ResponseCode {
+	if res.Status == store.PutOK {
 		return protocol.Success
 	}
 	return protocol.FlushDiskTimeout
@@ -299,11 +338,5 @@ func storeError(err error) error {
 	}
 }
 
-// scratchBuf returns a pooled buffer for building properties.
-func (b *Broker) scratchBuf() *[]byte {
-	if p, ok := b.scratch.Get().(*[]byte); ok {
-		return p
-	}
-	buf := make([]byte, 0, 512)
-	return &buf
-}
+// bytesOf views a string's bytes without copying; the result must not be modified.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -14,17 +14,17 @@ import (
 func TestQueueLocks(t *testing.T) {
 	l := newQueueLocks()
 	now := time.Unix(1000, 0)
-	q0 := messageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
-	q1 := messageQueue{Topic: "T", BrokerName: "b", QueueID: 1}
-	require.Equal(t, []messageQueue{q0, q1}, l.lock("g", "c1", []messageQueue{q0, q1}, now))
-	require.Empty(t, l.lock("g", "c2", []messageQueue{q0}, now.Add(time.Second)), "held by a live client")
-	require.Equal(t, []messageQueue{q0}, l.lock("g", "c1", []messageQueue{q0}, now.Add(30*time.Second)), "renewed by its holder")
-	require.Equal(t, []messageQueue{q1}, l.lock("g", "c2", []messageQueue{q1}, now.Add(lockExpiry+time.Second)), "expired lock taken over")
-	require.Equal(t, []messageQueue{q0}, l.lock("other", "c2", []messageQueue{q0}, now), "groups are independent")
-	l.unlock("g", "c2", []messageQueue{q0}) // not the holder: no effect
-	require.Empty(t, l.lock("g", "c2", []messageQueue{q0}, now.Add(31*time.Second)))
-	l.unlock("g", "c1", []messageQueue{q0})
-	require.Equal(t, []messageQueue{q0}, l.lock("g", "c2", []messageQueue{q0}, now.Add(32*time.Second)))
+	q0 := protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
+	q1 := protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}
+	require.Equal(t, []protocol.MessageQueue{q0, q1}, l.lock("g", "c1", []protocol.MessageQueue{q0, q1}, now))
+	require.Empty(t, l.lock("g", "c2", []protocol.MessageQueue{q0}, now.Add(time.Second)), "held by a live client")
+	require.Equal(t, []protocol.MessageQueue{q0}, l.lock("g", "c1", []protocol.MessageQueue{q0}, now.Add(30*time.Second)), "renewed by its holder")
+	require.Equal(t, []protocol.MessageQueue{q1}, l.lock("g", "c2", []protocol.MessageQueue{q1}, now.Add(lockExpiry+time.Second)), "expired lock taken over")
+	require.Equal(t, []protocol.MessageQueue{q0}, l.lock("other", "c2", []protocol.MessageQueue{q0}, now), "groups are independent")
+	l.unlock("g", "c2", []protocol.MessageQueue{q0}) // not the holder: no effect
+	require.Empty(t, l.lock("g", "c2", []protocol.MessageQueue{q0}, now.Add(31*time.Second)))
+	l.unlock("g", "c1", []protocol.MessageQueue{q0})
+	require.Equal(t, []protocol.MessageQueue{q0}, l.lock("g", "c2", []protocol.MessageQueue{q0}, now.Add(32*time.Second)))
 }
 
 func TestTagFilters(t *testing.T) {

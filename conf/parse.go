@@ -82,7 +82,7 @@ func FormatByteSize(n int64) string {
 
 // DefaultDelayLevels is RocketMQ's messageDelayLevel: the delay of level n
 // (1-based) is the n-th entry.
-const DefaultDelayLevels = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+const DefaultDelayLevels = delaylevel.Default
 
 // ParseDelayLevels parses a delay level table: whitespace-separated positive
 // integers each followed by a unit — ms, s, m, h or d — as in

@@ -31,18 +31,18 @@ func (r *rawClient) sendV2(topic string, body []byte) *remoting.Command {
 		ProducerGroup: "raw-producer", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
 		QueueID: -1, BornTimestamp: time.Now().UnixMilli(),
 	}
-	ext := map[string]string{}
-	h.EncodeExtV2(ext)
-	return r.call(protocol.SendMessageV2, ext, body)
+	var ext remoting.Ext
+	h.EncodeExtV2(&ext)
+	return r.call(protocol.SendMessageV2, ext.Map(), body)
 }
 
 // batchHeader is a SEND_BATCH_MESSAGE header (V2 keys) with wrapper properties props.
 func batchHeader(topic, props string) map[string]string {
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "raw", Topic: topic, DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(), Properties: props, Batch: true}
-	ext := map[string]string{}
-	h.EncodeExtV2(ext)
-	return ext
+	var ext remoting.Ext
+	h.EncodeExtV2(&ext)
+	return ext.Map()
 }
 
 // batchBody encodes batch items (spec §6.2) with the given bodies and no properties.
@@ -175,9 +175,9 @@ func TestBadInput(t *testing.T) {
 		// Queue ids out of range.
 		h := protocol.SendMessageRequestHeader{ProducerGroup: "raw", Topic: "BadInputTopic", DefaultTopic: "TBW102",
 			DefaultTopicQueueNums: 4, QueueID: 64, BornTimestamp: time.Now().UnixMilli()}
-		ext := map[string]string{}
-		h.EncodeExtV2(ext)
-		resp = raw.call(protocol.SendMessageV2, ext, []byte("x"))
+		var ext remoting.Ext
+		h.EncodeExtV2(&ext)
+		resp = raw.call(protocol.SendMessageV2, ext.Map(), []byte("x"))
 		require.Equal(t, int16(protocol.InvalidParameter), resp.Code, resp.Remark)
 		resp = raw.call(protocol.PullMessage, map[string]string{
 			"consumerGroup": "g", "topic": "BadInputTopic", "queueId": "64", "queueOffset": "0", "maxMsgNums": "32",
@@ -278,7 +278,7 @@ func TestBadInput(t *testing.T) {
 		require.Error(t, err)
 		require.Contains(t, err.Error(), "CODE: 13")
 		require.Equal(t, before+1, raw.maxOffset("BigBodyTopic", 0), "only the 4 MiB message was stored")
-		rec := raw.viewByOffsetID(resp.ExtFields["msgId"])
+		rec := raw.viewByOffsetID(resp.Ext("msgId"))
 		require.Equal(t, big[:4<<20], rec.Body)
 		sendOK("oversized bodies")
 	})
@@ -293,9 +293,9 @@ func TestUnknownTopicWithoutAutoCreate(t *testing.T) {
 	require.Equal(t, int16(protocol.TopicNotExist), resp.Code, resp.Remark)
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "raw", Topic: "NoSuchTopic", DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
-	ext := map[string]string{}
-	h.EncodeExt(ext)
-	resp = raw.call(protocol.SendMessage, ext, []byte("x"))
+	var ext remoting.Ext
+	h.EncodeExt(&ext)
+	resp = raw.call(protocol.SendMessage, ext.Map(), []byte("x"))
 	require.Equal(t, int16(protocol.TopicNotExist), resp.Code, "SEND_MESSAGE V1: %s", resp.Remark)
 	resp = raw.call(protocol.PullMessage, map[string]string{
 		"consumerGroup": "g", "topic": "NoSuchTopic", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",

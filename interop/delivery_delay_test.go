@@ -15,11 +15,14 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 )
@@ -210,8 +213,8 @@ func restartFrom(t *testing.T, c *testutil.Cluster, edit func(*conf.BrokerConfig
 		ln, err = net.Listen("tcp", c.BrokerAddr)
 		return err == nil
 	}, "broker address free again")
-	bo := broker.DefaultOptions()
-	bo.Config = cfg
+	bo, err := launch.BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
 	b, err := broker.New(bo)
 	require.NoError(t, err)
 	started := time.Now()

@@ -107,7 +107,7 @@ func (r *rawClient) offsetQuery(code protocol.RequestCode, ext map[string]string
 	r.t.Helper()
 	resp := r.call(code, ext, nil)
 	off := int64(-1)
-	if v, ok := resp.ExtFields["offset"]; ok {
+	if v, ok := resp.ExtFields.Get("offset"); ok {
 		var err error
 		off, err = strconv.ParseInt(v, 10, 64)
 		require.NoError(r.t, err)

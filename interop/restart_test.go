@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // TestBrokerRestartKeepsState restarts the broker on its data directory and checks that
@@ -77,9 +78,9 @@ func TestBrokerRestartKeepsState(t *testing.T) {
 	}
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "raw", Topic: topic, DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, QueueID: queues - 1, BornTimestamp: time.Now().UnixMilli()}
-	ext := map[string]string{}
-	h.EncodeExtV2(ext)
-	resp := raw.call(protocol.SendMessageV2, ext, []byte("raw-after-restart"))
+	var ext remoting.Ext
+	h.EncodeExtV2(&ext)
+	resp := raw.call(protocol.SendMessageV2, ext.Map(), []byte("raw-after-restart"))
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 	require.Equal(t, strconv.Itoa(queues-1), resp.Ext("queueId"))
 	groups, err := newAdmin(t, c).GetAllSubscriptionGroup(ctx, c.BrokerAddr, 5*time.Second)

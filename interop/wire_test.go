@@ -149,10 +149,10 @@ func TestLongPollSharedConnection(t *testing.T) {
 	// A message on queue 0 wakes the 20 s pull.
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "raw", Topic: topic, DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
-	ext := map[string]string{}
-	h.EncodeExtV2(ext)
+	var ext remoting.Ext
+	h.EncodeExtV2(&ext)
 	sentAt := time.Now()
-	require.Equal(t, int16(protocol.Success), raw.call(protocol.SendMessageV2, ext, []byte("wake up")).Code)
+	require.Equal(t, int16(protocol.Success), raw.call(protocol.SendMessageV2, ext.Map(), []byte("wake up")).Code)
 	select {
 	case a := <-held:
 		require.NoError(t, a.err)

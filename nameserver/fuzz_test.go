@@ -33,9 +33,9 @@ func FuzzRegisterBody(f *testing.F) {
 			h := regHeader("c1", "broker-a", addr, int64(id))
 			ext := protocol.NewExt(h)
 			if id == 1 {
-				ext["bodyCrc32"] = strconv.Itoa(int(bodyCRC(body)))
+				ext.Set("bodyCrc32", strconv.Itoa(int(bodyCRC(body))))
 			}
-			req := remoting.NewRequest(int16(protocol.RegisterBroker), ext)
+			req := remoting.NewRequestExt(int16(protocol.RegisterBroker), ext)
 			req.Body = body
 			resp, _, _, err := registerCommand(rt, req, uint64(id+1), t0)
 			if err != nil {
@@ -86,9 +86,9 @@ func TestRegisterJavaShapedBody(t *testing.T) {
 		`"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicA","topicSysFlag":0,` +
 		`"writeQueueNums":4}},"topicQueueMappingInfoMap":{0:{"bname":"broker-a"}}}}`)
 	ext := protocol.NewExt(regHeader("DefaultCluster", "broker-a", "10.0.0.5:10911", 0))
-	ext["bodyCrc32"] = strconv.Itoa(int(bodyCRC(body)))
-	ext["compressed"] = "false"
-	req := remoting.NewRequest(int16(protocol.RegisterBroker), ext)
+	ext.Set("bodyCrc32", strconv.Itoa(int(bodyCRC(body))))
+	ext.Set("compressed", "false")
+	req := remoting.NewRequestExt(int16(protocol.RegisterBroker), ext)
 	req.Body = body
 	resp, hdr, res, err := registerCommand(rt, req, 1, t0)
 	if err != nil {

@@ -58,7 +58,7 @@ func invoke(t *testing.T, c *remoting.Client, addr string, req *remoting.Command
 
 func registerRequest(t *testing.T, h *protocol.RegisterBrokerRequestHeader, b *protocol.RegisterBrokerBody) *remoting.Command {
 	t.Helper()
-	req := remoting.NewRequest(int16(protocol.RegisterBroker), protocol.NewExt(h))
+	req := protocol.NewRequest(protocol.RegisterBroker, h)
 	if b != nil {
 		body, err := protocol.EncodeRegisterBrokerBody(b)
 		require.NoError(t, err)
@@ -68,8 +68,7 @@ func registerRequest(t *testing.T, h *protocol.RegisterBrokerRequestHeader, b *p
 }
 
 func routeRequest(topic string) *remoting.Command {
-	return remoting.NewRequest(int16(protocol.GetRouteInfoByTopic),
-		protocol.NewExt(&protocol.GetRouteInfoRequestHeader{Topic: topic}))
+	return protocol.NewRequest(protocol.GetRouteInfoByTopic, &protocol.GetRouteInfoRequestHeader{Topic: topic})
 }
 
 // eventually polls cond every 10 ms until it holds or 5 s pass.
@@ -179,7 +178,7 @@ func TestServerAdminRequests(t *testing.T) {
 	// Unregister the broker hosting A: the topic list becomes empty ([], not null).
 	unreg := protocol.UnregisterBrokerRequestHeader{ClusterName: "c1", BrokerName: "broker-a",
 		BrokerAddr: "10.0.0.5:10911", BrokerID: 0}
-	resp = invoke(t, c, ns, remoting.NewRequest(int16(protocol.UnregisterBroker), protocol.NewExt(&unreg)))
+	resp = invoke(t, c, ns, protocol.NewRequest(protocol.UnregisterBroker, &unreg))
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 	require.Empty(t, topicList())
 	resp = invoke(t, c, ns, remoting.NewRequest(int16(protocol.GetAllTopicListFromNameServer), nil))
@@ -232,7 +231,7 @@ func TestServerRegistrationErrors(t *testing.T) {
 	require.Contains(t, resp.Remark, "unsafe byte")
 
 	req = registerRequest(t, h, b2)
-	delete(req.ExtFields, "brokerId")
+	req.ExtFields.Delete("brokerId")
 	resp = invoke(t, c, ns, req)
 	require.Equal(t, int16(protocol.SystemError), resp.Code)
 	require.Contains(t, resp.Remark, "brokerId")

@@ -31,13 +31,21 @@
 //
 // # Bodies
 //
-// Route, cluster, topic-list, broker-registration, heartbeat and
-// consumer-list bodies are JSON. Encoders are compact and deterministic.
-// Decoders accept what Java (fastjson) writes, including maps with bare
-// integer keys such as {0:"10.0.0.5:10911"}, and return empty collections as
-// nil so that decode(encode(x)) is stable.
+// Most bodies are JSON in the shapes Java (fastjson) writes: route, cluster,
+// topic-list, broker-registration, heartbeat, consumer-list, lock, KV-table,
+// statistics, connection, group and topic/subscription-config bodies.
+// Encoders are compact and deterministic. Decoders accept what Java writes,
+// including maps with bare integer keys such as {0:"10.0.0.5:10911"} and
+// maps keyed by MessageQueue objects ({{"brokerName":"b","queueId":0,
+// "topic":"T"}:100}, see mqmap.go), and return empty collections as nil so
+// that decode(encode(x)) is stable.
 //
 // The route encoder follows the strict rules the Go client's hand-written
 // route parser imposes (no whitespace inside brokerAddrs, brokerAddrs always
 // present, quoted keys, addresses free of ',' and '"').
+//
+// Two bodies are not JSON: the SEND_BATCH_MESSAGE item list, read without
+// allocating by [BatchReader] and written by [AppendBatchItem] (layout drawn
+// in batch.go), and the properties text of GET_BROKER_CONFIG and
+// UPDATE_BROKER_CONFIG ([EncodeConfigProperties], [DecodeConfigProperties]).
 package protocol

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"github.com/ferrymq/ferry/remoting"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -60,7 +61,7 @@ func truncate(s string, n int) string {
 // extReader decodes typed values from an extFields map and remembers the
 // first error, so a DecodeExt body reads as a flat list of fields.
 type extReader struct {
-	ext map[string]string
+	ext remoting.Ext
 	err error
 }
 
@@ -73,7 +74,7 @@ func (r *extReader) fail(key, val string, err error) {
 // scalar returns the raw value of a numeric or boolean field; empty counts
 // as absent.
 func (r *extReader) scalar(key string, required bool) (string, bool) {
-	v, ok := r.ext[key]
+	v, ok := r.ext.Get(key)
 	if !ok || v == "" {
 		if required {
 			r.fail(key, "", ErrMissingField)
@@ -84,7 +85,7 @@ func (r *extReader) scalar(key string, required bool) (string, bool) {
 }
 
 func (r *extReader) str(key string, required bool) string {
-	v, ok := r.ext[key]
+	v, ok := r.ext.Get(key)
 	if !ok && required {
 		r.fail(key, "", ErrMissingField)
 	}
@@ -146,22 +147,22 @@ func fmtInt64(v int64) string { return strconv.FormatInt(v, 10) }
 func fmtBool(v bool) string   { return strconv.FormatBool(v) }
 
 // putStr writes a string field only when it is non-empty.
-func putStr(ext map[string]string, key, v string) {
+func putStr(ext *remoting.Ext, key, v string) {
 	if v != "" {
-		ext[key] = v
+		ext.Set(key, v)
 	}
 }
 
 // putInt32 writes an optional int32 field only when it is non-zero.
-func putInt32(ext map[string]string, key string, v int32) {
+func putInt32(ext *remoting.Ext, key string, v int32) {
 	if v != 0 {
-		ext[key] = fmtInt32(v)
+		ext.Set(key, fmtInt32(v))
 	}
 }
 
 // putOptBool writes an optional tri-state boolean only when it is set.
-func putOptBool(ext map[string]string, key string, v *bool) {
+func putOptBool(ext *remoting.Ext, key string, v *bool) {
 	if v != nil {
-		ext[key] = fmtBool(*v)
+		ext.Set(key, fmtBool(*v))
 	}
 }

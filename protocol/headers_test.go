@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/ferrymq/ferry/remoting"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,7 +34,7 @@ func fullSendHeader() SendMessageRequestHeader {
 
 func headerCases() []headerCase {
 	send := fullSendHeader()
-	return []headerCase{
+	return append([]headerCase{
 		{
 			name: "SendMessageRequestHeader", full: ptr(send),
 			fresh: func() Header { return new(SendMessageRequestHeader) },
@@ -184,7 +185,7 @@ func headerCases() []headerCase {
 			required: []string{"timestamp"},
 			typed:    []string{"timestamp"},
 		},
-	}
+	}, moreHeaderCases()...)
 }
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -199,17 +200,17 @@ func TestHeaderRoundTrip(t *testing.T) {
 			zero := tc.fresh()
 			zext := NewExt(zero)
 			for k := range tc.absent {
-				require.NotContains(t, zext, k)
-				require.Contains(t, ext, k, "full header should write %q", k)
+				require.NotContains(t, zext.Map(), k)
+				require.Contains(t, ext.Map(), k, "full header should write %q", k)
 			}
 			for _, k := range tc.required {
-				require.Contains(t, zext, k)
+				require.Contains(t, zext.Map(), k)
 			}
 			got = tc.fresh()
 			require.NoError(t, got.DecodeExt(zext))
 			require.Equal(t, zero, got)
 
-			// Decoding resets fields the ext map does not mention.
+			// Decoding resets fields the ext does not mention.
 			got = tc.fresh()
 			require.NoError(t, got.DecodeExt(ext))
 			require.NoError(t, got.DecodeExt(zext))
@@ -219,16 +220,20 @@ func TestHeaderRoundTrip(t *testing.T) {
 }
 
 func TestHeaderEncodeReusesMap(t *testing.T) {
-	ext := map[string]string{"opaqueKey": "kept", "topic": "old"}
-	(&GetMinOffsetRequestHeader{Topic: "new", QueueID: 1}).EncodeExt(ext)
-	require.Equal(t, map[string]string{"opaqueKey": "kept", "topic": "new", "queueId": "1"}, ext)
+	ext := remoting.ExtOf(map[string]string{"opaqueKey": "kept", "topic": "old"})
+	(&GetMinOffsetRequestHeader{Topic: "new", QueueID: 1}).EncodeExt(&ext)
+	require.Equal(t, map[string]string{"opaqueKey": "kept", "topic": "new", "queueId": "1"}, ext.Map())
+	require.Equal(t, 3, ext.Len(), "existing keys are replaced, not repeated")
 }
 
 func TestHeaderIgnoresUnknownKeys(t *testing.T) {
 	for _, tc := range headerCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			ext := NewExt(tc.full)
-			ext["ns"], ext["AccessKey"], ext["Signature"], ext["lo"] = "x", "ak", "sig", "true"
+			ext.Set("ns", "x")
+			ext.Set("AccessKey", "ak")
+			ext.Set("Signature", "sig")
+			ext.Set("lo", "true")
 			got := tc.fresh()
 			require.NoError(t, got.DecodeExt(ext))
 			require.Equal(t, tc.full, got)
@@ -241,7 +246,7 @@ func TestHeaderMissingRequired(t *testing.T) {
 		for _, key := range tc.required {
 			t.Run(tc.name+"/"+key, func(t *testing.T) {
 				ext := NewExt(tc.full)
-				delete(ext, key)
+				ext.Delete(key)
 				err := tc.fresh().DecodeExt(ext)
 				require.Error(t, err)
 				require.ErrorIs(t, err, ErrMissingField)
@@ -253,7 +258,7 @@ func TestHeaderMissingRequired(t *testing.T) {
 			})
 		}
 		t.Run(tc.name+"/empty-map", func(t *testing.T) {
-			err := tc.fresh().DecodeExt(map[string]string{})
+			err := tc.fresh().DecodeExt(remoting.Ext{})
 			if len(tc.required) == 0 {
 				require.NoError(t, err)
 				return
@@ -281,7 +286,7 @@ func TestHeaderBadValues(t *testing.T) {
 			for _, v := range bad {
 				t.Run(tc.name+"/"+key+"="+v, func(t *testing.T) {
 					ext := NewExt(tc.full)
-					ext[key] = v
+					ext.Set(key, v)
 					err := tc.fresh().DecodeExt(ext)
 					require.Error(t, err)
 					require.ErrorIs(t, err, ErrBadField)
@@ -299,11 +304,11 @@ func TestHeaderBadValues(t *testing.T) {
 func TestHeaderNumberRanges(t *testing.T) {
 	var h PullMessageRequestHeader
 	ext := NewExt(&PullMessageRequestHeader{})
-	ext["queueId"] = "2147483648" // > int32
+	ext.Set("queueId", "2147483648") // > int32
 	require.ErrorIs(t, h.DecodeExt(ext), ErrBadField)
-	ext["queueId"] = "-2147483648"
-	ext["queueOffset"] = "9223372036854775807"
-	ext["commitOffset"] = "+5" // Java's Long.parseLong accepts a sign too
+	ext.Set("queueId", "-2147483648")
+	ext.Set("queueOffset", "9223372036854775807")
+	ext.Set("commitOffset", "+5") // Java's Long.parseLong accepts a sign too
 	require.NoError(t, h.DecodeExt(ext))
 	require.Equal(t, int32(-2147483648), h.QueueID)
 	require.Equal(t, int64(9223372036854775807), h.QueueOffset)
@@ -314,13 +319,13 @@ func TestHeaderEmptyValues(t *testing.T) {
 	// An empty numeric value counts as missing (Java's binary codec turns ""
 	// into null); an empty required string is present.
 	ext := NewExt(&OffsetResponseHeader{Offset: 1})
-	ext["offset"] = ""
+	ext.Set("offset", "")
 	require.ErrorIs(t, new(OffsetResponseHeader).DecodeExt(ext), ErrMissingField)
 
 	var q QueryConsumerOffsetRequestHeader
-	require.NoError(t, q.DecodeExt(map[string]string{
+	require.NoError(t, q.DecodeExt(remoting.ExtOf(map[string]string{
 		"consumerGroup": "", "topic": "", "queueId": "0", "setZeroIfNotFound": "",
-	}))
+	})))
 	require.Nil(t, q.SetZeroIfNotFound)
 	require.True(t, q.ZeroIfNotFound())
 }
@@ -328,21 +333,21 @@ func TestHeaderEmptyValues(t *testing.T) {
 func TestHeaderBoolCaseInsensitive(t *testing.T) {
 	for v, want := range map[string]bool{"true": true, "TRUE": true, "True": true, "false": false, "FALSE": false, "fAlSe": false} {
 		var h SendMessageResponseHeader
-		require.NoError(t, h.DecodeExt(map[string]string{"msgId": "x", "queueId": "0", "queueOffset": "0", "TRACE_ON": v}))
+		require.NoError(t, h.DecodeExt(remoting.ExtOf(map[string]string{"msgId": "x", "queueId": "0", "queueOffset": "0", "TRACE_ON": v})))
 		require.Equal(t, want, h.TraceOn, v)
 	}
 }
 
 func TestOptionalBoolDefaults(t *testing.T) {
 	var q QueryConsumerOffsetRequestHeader
-	require.NoError(t, q.DecodeExt(map[string]string{"consumerGroup": "g", "topic": "t", "queueId": "1"}))
+	require.NoError(t, q.DecodeExt(remoting.ExtOf(map[string]string{"consumerGroup": "g", "topic": "t", "queueId": "1"})))
 	require.Nil(t, q.SetZeroIfNotFound)
 	require.True(t, q.ZeroIfNotFound())
-	require.NoError(t, q.DecodeExt(map[string]string{"consumerGroup": "g", "topic": "t", "queueId": "1", "setZeroIfNotFound": "false"}))
+	require.NoError(t, q.DecodeExt(remoting.ExtOf(map[string]string{"consumerGroup": "g", "topic": "t", "queueId": "1", "setZeroIfNotFound": "false"})))
 	require.False(t, q.ZeroIfNotFound())
 
 	var m GetMaxOffsetRequestHeader
-	require.NoError(t, m.DecodeExt(map[string]string{"topic": "t", "queueId": "1"}))
+	require.NoError(t, m.DecodeExt(remoting.ExtOf(map[string]string{"topic": "t", "queueId": "1"})))
 	require.Nil(t, m.Committed)
 }
 
@@ -376,7 +381,7 @@ func TestGoClientPullHeaderDecodes(t *testing.T) {
 		"subscription": "", "subVersion": "0", "expressionType": "TAG", "bname": "broker-a",
 	}
 	var h PullMessageRequestHeader
-	require.NoError(t, h.DecodeExt(ext))
+	require.NoError(t, h.DecodeExt(remoting.ExtOf(ext)))
 	require.Equal(t, PullMessageRequestHeader{
 		ConsumerGroup: "cg", Topic: "TopicTest", QueueID: 2, QueueOffset: 17, MaxMsgNums: 32,
 		SysFlag: 3, CommitOffset: 16, SuspendTimeoutMillis: 20000, ExpressionType: ExpressionTag,
@@ -387,5 +392,5 @@ func TestGoClientPullHeaderDecodes(t *testing.T) {
 	out := NewExt(&h)
 	want := maps.Clone(ext)
 	delete(want, "subscription")
-	require.Equal(t, want, out)
+	require.Equal(t, want, out.Map())
 }

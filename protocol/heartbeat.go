@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ferrymq/ferry/remoting"
 	"strconv"
 )
 
@@ -225,12 +226,12 @@ type ConsumerListRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *ConsumerListRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extConsumerGroup] = h.ConsumerGroup
+func (h *ConsumerListRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extConsumerGroup, h.ConsumerGroup)
 }
 
 // DecodeExt implements Header.
-func (h *ConsumerListRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *ConsumerListRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	h.ConsumerGroup = r.str(extConsumerGroup, true)
 	return r.err

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/ferrymq/ferry/remoting"
+
 // GetRouteInfoRequestHeader is the header of GET_ROUTEINFO_BY_TOPIC (105).
 // The name server answers SUCCESS with a [TopicRouteData] body, or
 // TOPIC_NOT_EXIST when it has no queue or broker data for the topic.
@@ -13,15 +15,15 @@ type GetRouteInfoRequestHeader struct {
 const extAcceptStandardJSONOnly = "acceptStandardJsonOnly"
 
 // EncodeExt implements Header.
-func (h *GetRouteInfoRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extTopic] = h.Topic
+func (h *GetRouteInfoRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extTopic, h.Topic)
 	if h.AcceptStandardJSONOnly {
-		ext[extAcceptStandardJSONOnly] = "true"
+		ext.Set(extAcceptStandardJSONOnly, "true")
 	}
 }
 
 // DecodeExt implements Header.
-func (h *GetRouteInfoRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *GetRouteInfoRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = GetRouteInfoRequestHeader{
 		Topic:                  r.str(extTopic, true),
@@ -69,25 +71,25 @@ type RegisterBrokerRequestHeader struct {
 
 // EncodeExt implements Header. Like Java, it always writes compressed and
 // bodyCrc32.
-func (h *RegisterBrokerRequestHeader) EncodeExt(ext map[string]string) {
-	ext[regBrokerName] = h.BrokerName
-	ext[regBrokerAddr] = h.BrokerAddr
-	ext[regClusterName] = h.ClusterName
-	ext[regHAServerAddr] = h.HAServerAddr
-	ext[regBrokerID] = fmtInt64(h.BrokerID)
+func (h *RegisterBrokerRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(regBrokerName, h.BrokerName)
+	ext.Set(regBrokerAddr, h.BrokerAddr)
+	ext.Set(regClusterName, h.ClusterName)
+	ext.Set(regHAServerAddr, h.HAServerAddr)
+	ext.Set(regBrokerID, fmtInt64(h.BrokerID))
 	if h.HeartbeatTimeoutMillis != 0 {
-		ext[regHeartbeatTimeoutMillis] = fmtInt64(h.HeartbeatTimeoutMillis)
+		ext.Set(regHeartbeatTimeoutMillis, fmtInt64(h.HeartbeatTimeoutMillis))
 	}
 	if h.EnableActingMaster {
-		ext[regEnableActingMaster] = "true"
+		ext.Set(regEnableActingMaster, "true")
 	}
-	ext[regCompressed] = fmtBool(h.Compressed)
-	ext[regBodyCrc32] = fmtInt32(h.BodyCrc32)
+	ext.Set(regCompressed, fmtBool(h.Compressed))
+	ext.Set(regBodyCrc32, fmtInt32(h.BodyCrc32))
 	putStr(ext, regZoneName, h.ZoneName)
 }
 
 // DecodeExt implements Header.
-func (h *RegisterBrokerRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *RegisterBrokerRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = RegisterBrokerRequestHeader{
 		BrokerName:             r.str(regBrokerName, true),
@@ -113,13 +115,13 @@ type RegisterBrokerResponseHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *RegisterBrokerResponseHeader) EncodeExt(ext map[string]string) {
+func (h *RegisterBrokerResponseHeader) EncodeExt(ext *remoting.Ext) {
 	putStr(ext, regHAServerAddr, h.HAServerAddr)
 	putStr(ext, regMasterAddr, h.MasterAddr)
 }
 
 // DecodeExt implements Header.
-func (h *RegisterBrokerResponseHeader) DecodeExt(ext map[string]string) error {
+func (h *RegisterBrokerResponseHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = RegisterBrokerResponseHeader{
 		HAServerAddr: r.str(regHAServerAddr, false),
@@ -139,15 +141,15 @@ type UnregisterBrokerRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *UnregisterBrokerRequestHeader) EncodeExt(ext map[string]string) {
-	ext[regBrokerName] = h.BrokerName
-	ext[regBrokerAddr] = h.BrokerAddr
-	ext[regClusterName] = h.ClusterName
-	ext[regBrokerID] = fmtInt64(h.BrokerID)
+func (h *UnregisterBrokerRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(regBrokerName, h.BrokerName)
+	ext.Set(regBrokerAddr, h.BrokerAddr)
+	ext.Set(regClusterName, h.ClusterName)
+	ext.Set(regBrokerID, fmtInt64(h.BrokerID))
 }
 
 // DecodeExt implements Header.
-func (h *UnregisterBrokerRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *UnregisterBrokerRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = UnregisterBrokerRequestHeader{
 		BrokerName:  r.str(regBrokerName, true),
@@ -156,4 +158,188 @@ func (h *UnregisterBrokerRequestHeader) DecodeExt(ext map[string]string) error {
 		BrokerID:    r.int64(regBrokerID, true),
 	}
 	return r.err
+}
+
+// Name-server admin headers: PUT_KV_CONFIG (100), GET_KV_CONFIG (101),
+// DELETE_KV_CONFIG (102), DELETE_TOPIC_IN_NAMESRV (216),
+// GET_KVLIST_BY_NAMESPACE (219) and GET_TOPICS_BY_CLUSTER (224).
+
+// Keys of the name-server admin headers.
+const (
+	nsClusterName = "clusterName"
+	nsCluster     = "cluster"
+	kvNamespace   = "namespace"
+	kvKey         = "key"
+	kvValue       = "value"
+)
+
+// DeleteTopicFromNamesrvRequestHeader is the header of
+// DELETE_TOPIC_IN_NAMESRV (216). No body. The name server removes the
+// topic's route (only the queue data of ClusterName's brokers when set) and
+// answers SUCCESS. A broker that still has the topic re-adds it on its next
+// registration.
+//
+// Required: topic.
+type DeleteTopicFromNamesrvRequestHeader struct {
+	Topic       string // topic (required)
+	ClusterName string // clusterName: restrict the deletion to one cluster
+}
+
+// EncodeExt implements Header.
+func (h *DeleteTopicFromNamesrvRequestHeader) EncodeExt(ext *remoting.Ext) {
+	setStr(ext, extTopic, h.Topic)
+	putStr(ext, nsClusterName, h.ClusterName)
+}
+
+// DecodeExt implements Header.
+func (h *DeleteTopicFromNamesrvRequestHeader) DecodeExt(ext remoting.Ext) error {
+	r := extReader{ext: ext}
+	*h = DeleteTopicFromNamesrvRequestHeader{
+		Topic:       r.str(extTopic, true),
+		ClusterName: r.str(nsClusterName, false),
+	}
+	return r.err
+}
+
+// GetTopicsByClusterRequestHeader is the header of GET_TOPICS_BY_CLUSTER
+// (224). No body. The name server answers SUCCESS with a [TopicList] of the
+// topics hosted by the cluster's brokers.
+//
+// Required: cluster.
+type GetTopicsByClusterRequestHeader struct {
+	Cluster string // cluster (required)
+}
+
+// EncodeExt implements Header.
+func (h *GetTopicsByClusterRequestHeader) EncodeExt(ext *remoting.Ext) {
+	encodeOneStr(ext, nsCluster, h.Cluster)
+}
+
+// DecodeExt implements Header.
+func (h *GetTopicsByClusterRequestHeader) DecodeExt(ext remoting.Ext) (err error) {
+	h.Cluster, err = decodeOneStr(ext, nsCluster)
+	return err
+}
+
+// PutKVConfigRequestHeader is the header of PUT_KV_CONFIG (100). No body. The
+// name server stores Value under (Namespace, Key), persists its KV table and
+// answers SUCCESS. The ORDER_TOPIC_CONFIG namespace maps a topic to the
+// orderTopicConf of its route.
+//
+// Required: namespace, key and value.
+type PutKVConfigRequestHeader struct {
+	Namespace string // namespace (required)
+	Key       string // key (required)
+	Value     string // value (required)
+}
+
+// EncodeExt implements Header.
+func (h *PutKVConfigRequestHeader) EncodeExt(ext *remoting.Ext) {
+	setStr(ext, kvNamespace, h.Namespace)
+	setStr(ext, kvKey, h.Key)
+	setStr(ext, kvValue, h.Value)
+}
+
+// DecodeExt implements Header.
+func (h *PutKVConfigRequestHeader) DecodeExt(ext remoting.Ext) error {
+	r := extReader{ext: ext}
+	*h = PutKVConfigRequestHeader{
+		Namespace: r.str(kvNamespace, true),
+		Key:       r.str(kvKey, true),
+		Value:     r.str(kvValue, true),
+	}
+	return r.err
+}
+
+// GetKVConfigRequestHeader is the header of GET_KV_CONFIG (101). No body.
+// The name server answers SUCCESS with a [GetKVConfigResponseHeader], or
+// QUERY_NOT_FOUND.
+//
+// Required: namespace and key.
+type GetKVConfigRequestHeader struct {
+	Namespace string // namespace (required)
+	Key       string // key (required)
+}
+
+// EncodeExt implements Header.
+func (h *GetKVConfigRequestHeader) EncodeExt(ext *remoting.Ext) {
+	encodeKVKey(ext, h.Namespace, h.Key)
+}
+
+// DecodeExt implements Header.
+func (h *GetKVConfigRequestHeader) DecodeExt(ext remoting.Ext) (err error) {
+	h.Namespace, h.Key, err = decodeKVKey(ext)
+	return err
+}
+
+// DeleteKVConfigRequestHeader is the header of DELETE_KV_CONFIG (102). No
+// body. The name server removes the entry, persists its KV table and
+// answers SUCCESS.
+//
+// Required: namespace and key.
+type DeleteKVConfigRequestHeader struct {
+	Namespace string // namespace (required)
+	Key       string // key (required)
+}
+
+// EncodeExt implements Header.
+func (h *DeleteKVConfigRequestHeader) EncodeExt(ext *remoting.Ext) {
+	encodeKVKey(ext, h.Namespace, h.Key)
+}
+
+// DecodeExt implements Header.
+func (h *DeleteKVConfigRequestHeader) DecodeExt(ext remoting.Ext) (err error) {
+	h.Namespace, h.Key, err = decodeKVKey(ext)
+	return err
+}
+
+func encodeKVKey(ext *remoting.Ext, namespace, key string) {
+	setStr(ext, kvNamespace, namespace)
+	setStr(ext, kvKey, key)
+}
+
+func decodeKVKey(ext remoting.Ext) (namespace, key string, err error) {
+	r := extReader{ext: ext}
+	namespace = r.str(kvNamespace, true)
+	key = r.str(kvKey, true)
+	return namespace, key, r.err
+}
+
+// GetKVConfigResponseHeader is the response header of a successful
+// GET_KV_CONFIG (101). Value is optional on the wire (Java marks it
+// nullable); an absent value decodes as "".
+type GetKVConfigResponseHeader struct {
+	Value string // value
+}
+
+// EncodeExt implements Header.
+func (h *GetKVConfigResponseHeader) EncodeExt(ext *remoting.Ext) {
+	putStr(ext, kvValue, h.Value)
+}
+
+// DecodeExt implements Header.
+func (h *GetKVConfigResponseHeader) DecodeExt(ext remoting.Ext) error {
+	r := extReader{ext: ext}
+	h.Value = r.str(kvValue, false)
+	return r.err
+}
+
+// GetKVListByNamespaceRequestHeader is the header of GET_KVLIST_BY_NAMESPACE
+// (219). No body. The name server answers SUCCESS with a [KVTable] of the
+// namespace, or QUERY_NOT_FOUND.
+//
+// Required: namespace.
+type GetKVListByNamespaceRequestHeader struct {
+	Namespace string // namespace (required)
+}
+
+// EncodeExt implements Header.
+func (h *GetKVListByNamespaceRequestHeader) EncodeExt(ext *remoting.Ext) {
+	encodeOneStr(ext, kvNamespace, h.Namespace)
+}
+
+// DecodeExt implements Header.
+func (h *GetKVListByNamespaceRequestHeader) DecodeExt(ext remoting.Ext) (err error) {
+	h.Namespace, err = decodeOneStr(ext, kvNamespace)
+	return err
 }

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/ferrymq/ferry/remoting"
+
 // Keys of the offset headers.
 const (
 	offsetSetZeroIfNotFound = "setZeroIfNotFound"
@@ -25,16 +27,16 @@ type QueryConsumerOffsetRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *QueryConsumerOffsetRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extConsumerGroup] = h.ConsumerGroup
-	ext[extTopic] = h.Topic
-	ext[extQueueID] = fmtInt32(h.QueueID)
+func (h *QueryConsumerOffsetRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extConsumerGroup, h.ConsumerGroup)
+	ext.Set(extTopic, h.Topic)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
 	putOptBool(ext, offsetSetZeroIfNotFound, h.SetZeroIfNotFound)
 	putStr(ext, extBrokerName, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *QueryConsumerOffsetRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *QueryConsumerOffsetRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = QueryConsumerOffsetRequestHeader{
 		ConsumerGroup:     r.str(extConsumerGroup, true),
@@ -65,16 +67,16 @@ type UpdateConsumerOffsetRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *UpdateConsumerOffsetRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extConsumerGroup] = h.ConsumerGroup
-	ext[extTopic] = h.Topic
-	ext[extQueueID] = fmtInt32(h.QueueID)
-	ext[offsetCommitOffset] = fmtInt64(h.CommitOffset)
+func (h *UpdateConsumerOffsetRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extConsumerGroup, h.ConsumerGroup)
+	ext.Set(extTopic, h.Topic)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
+	ext.Set(offsetCommitOffset, fmtInt64(h.CommitOffset))
 	putStr(ext, extBrokerName, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *UpdateConsumerOffsetRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *UpdateConsumerOffsetRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = UpdateConsumerOffsetRequestHeader{
 		ConsumerGroup: r.str(extConsumerGroup, true),
@@ -99,15 +101,15 @@ type GetMaxOffsetRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *GetMaxOffsetRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extTopic] = h.Topic
-	ext[extQueueID] = fmtInt32(h.QueueID)
+func (h *GetMaxOffsetRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extTopic, h.Topic)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
 	putOptBool(ext, offsetCommitted, h.Committed)
 	putStr(ext, extBrokerName, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *GetMaxOffsetRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *GetMaxOffsetRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = GetMaxOffsetRequestHeader{
 		Topic:      r.str(extTopic, true),
@@ -127,12 +129,12 @@ type GetMinOffsetRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *GetMinOffsetRequestHeader) EncodeExt(ext map[string]string) {
+func (h *GetMinOffsetRequestHeader) EncodeExt(ext *remoting.Ext) {
 	encodeTopicQueue(ext, h.Topic, h.QueueID, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *GetMinOffsetRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *GetMinOffsetRequestHeader) DecodeExt(ext remoting.Ext) error {
 	var err error
 	h.Topic, h.QueueID, h.BrokerName, err = decodeTopicQueue(ext)
 	return err
@@ -160,16 +162,16 @@ type SearchOffsetRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *SearchOffsetRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extTopic] = h.Topic
-	ext[extQueueID] = fmtInt32(h.QueueID)
-	ext[offsetTimestamp] = fmtInt64(h.Timestamp)
+func (h *SearchOffsetRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extTopic, h.Topic)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
+	ext.Set(offsetTimestamp, fmtInt64(h.Timestamp))
 	putStr(ext, offsetBoundaryType, string(h.BoundaryType))
 	putStr(ext, extBrokerName, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *SearchOffsetRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *SearchOffsetRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = SearchOffsetRequestHeader{
 		Topic:        r.str(extTopic, true),
@@ -191,24 +193,24 @@ type GetEarliestMsgStoretimeRequestHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *GetEarliestMsgStoretimeRequestHeader) EncodeExt(ext map[string]string) {
+func (h *GetEarliestMsgStoretimeRequestHeader) EncodeExt(ext *remoting.Ext) {
 	encodeTopicQueue(ext, h.Topic, h.QueueID, h.BrokerName)
 }
 
 // DecodeExt implements Header.
-func (h *GetEarliestMsgStoretimeRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *GetEarliestMsgStoretimeRequestHeader) DecodeExt(ext remoting.Ext) error {
 	var err error
 	h.Topic, h.QueueID, h.BrokerName, err = decodeTopicQueue(ext)
 	return err
 }
 
-func encodeTopicQueue(ext map[string]string, topic string, queueID int32, bname string) {
-	ext[extTopic] = topic
-	ext[extQueueID] = fmtInt32(queueID)
+func encodeTopicQueue(ext *remoting.Ext, topic string, queueID int32, bname string) {
+	ext.Set(extTopic, topic)
+	ext.Set(extQueueID, fmtInt32(queueID))
 	putStr(ext, extBrokerName, bname)
 }
 
-func decodeTopicQueue(ext map[string]string) (topic string, queueID int32, bname string, err error) {
+func decodeTopicQueue(ext remoting.Ext) (topic string, queueID int32, bname string, err error) {
 	r := extReader{ext: ext}
 	topic = r.str(extTopic, true)
 	queueID = r.int32(extQueueID, true)
@@ -224,12 +226,12 @@ type OffsetResponseHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *OffsetResponseHeader) EncodeExt(ext map[string]string) {
-	ext[offsetOffset] = fmtInt64(h.Offset)
+func (h *OffsetResponseHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(offsetOffset, fmtInt64(h.Offset))
 }
 
 // DecodeExt implements Header.
-func (h *OffsetResponseHeader) DecodeExt(ext map[string]string) error {
+func (h *OffsetResponseHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	h.Offset = r.int64(offsetOffset, true)
 	return r.err
@@ -242,12 +244,12 @@ type GetEarliestMsgStoretimeResponseHeader struct {
 }
 
 // EncodeExt implements Header.
-func (h *GetEarliestMsgStoretimeResponseHeader) EncodeExt(ext map[string]string) {
-	ext[offsetTimestamp] = fmtInt64(h.Timestamp)
+func (h *GetEarliestMsgStoretimeResponseHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(offsetTimestamp, fmtInt64(h.Timestamp))
 }
 
 // DecodeExt implements Header.
-func (h *GetEarliestMsgStoretimeResponseHeader) DecodeExt(ext map[string]string) error {
+func (h *GetEarliestMsgStoretimeResponseHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	h.Timestamp = r.int64(offsetTimestamp, true)
 	return r.err

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/ferrymq/ferry/remoting"
+
 // PullMessageRequestHeader is the header of PULL_MESSAGE (11) and
 // LITE_PULL_MESSAGE (361). No body.
 //
@@ -44,17 +46,17 @@ const (
 )
 
 // EncodeExt implements Header.
-func (h *PullMessageRequestHeader) EncodeExt(ext map[string]string) {
-	ext[extConsumerGroup] = h.ConsumerGroup
-	ext[extTopic] = h.Topic
-	ext[extQueueID] = fmtInt32(h.QueueID)
-	ext[pullQueueOffset] = fmtInt64(h.QueueOffset)
-	ext[pullMaxMsgNums] = fmtInt32(h.MaxMsgNums)
-	ext[pullSysFlag] = fmtInt32(h.SysFlag)
-	ext[pullCommitOffset] = fmtInt64(h.CommitOffset)
-	ext[pullSuspendTimeoutMillis] = fmtInt64(h.SuspendTimeoutMillis)
+func (h *PullMessageRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(extConsumerGroup, h.ConsumerGroup)
+	ext.Set(extTopic, h.Topic)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
+	ext.Set(pullQueueOffset, fmtInt64(h.QueueOffset))
+	ext.Set(pullMaxMsgNums, fmtInt32(h.MaxMsgNums))
+	ext.Set(pullSysFlag, fmtInt32(h.SysFlag))
+	ext.Set(pullCommitOffset, fmtInt64(h.CommitOffset))
+	ext.Set(pullSuspendTimeoutMillis, fmtInt64(h.SuspendTimeoutMillis))
 	putStr(ext, pullSubscription, h.Subscription)
-	ext[pullSubVersion] = fmtInt64(h.SubVersion)
+	ext.Set(pullSubVersion, fmtInt64(h.SubVersion))
 	putStr(ext, pullExpressionType, string(h.ExpressionType))
 	putInt32(ext, pullMaxMsgBytes, h.MaxMsgBytes)
 	putInt32(ext, pullRequestSource, h.RequestSource)
@@ -63,7 +65,7 @@ func (h *PullMessageRequestHeader) EncodeExt(ext map[string]string) {
 }
 
 // DecodeExt implements Header.
-func (h *PullMessageRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *PullMessageRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = PullMessageRequestHeader{
 		ConsumerGroup:        r.str(extConsumerGroup, true),
@@ -111,15 +113,15 @@ const (
 )
 
 // EncodeExt implements Header.
-func (h *PullMessageResponseHeader) EncodeExt(ext map[string]string) {
-	ext[pullNextBeginOffset] = fmtInt64(h.NextBeginOffset)
-	ext[pullMinOffset] = fmtInt64(h.MinOffset)
-	ext[pullMaxOffset] = fmtInt64(h.MaxOffset)
-	ext[pullSuggestWhichBrokerID] = fmtInt64(h.SuggestWhichBrokerID)
+func (h *PullMessageResponseHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(pullNextBeginOffset, fmtInt64(h.NextBeginOffset))
+	ext.Set(pullMinOffset, fmtInt64(h.MinOffset))
+	ext.Set(pullMaxOffset, fmtInt64(h.MaxOffset))
+	ext.Set(pullSuggestWhichBrokerID, fmtInt64(h.SuggestWhichBrokerID))
 }
 
 // DecodeExt implements Header.
-func (h *PullMessageResponseHeader) DecodeExt(ext map[string]string) error {
+func (h *PullMessageResponseHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = PullMessageResponseHeader{
 		NextBeginOffset:      r.int64(pullNextBeginOffset, true),

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/ferrymq/ferry/remoting"
+
 // SendMessageRequestHeader is the header of SEND_MESSAGE (10) and
 // SEND_REPLY_MESSAGE (324) in its V1 long-name form, and — through
 // EncodeExtV2/DecodeExtV2 or [SendMessageRequestHeaderV2] — of
@@ -45,25 +47,25 @@ const (
 )
 
 // EncodeExt writes the V1 (long-name) form.
-func (h *SendMessageRequestHeader) EncodeExt(ext map[string]string) {
-	ext[sendProducerGroup] = h.ProducerGroup
-	ext[extTopic] = h.Topic
-	ext[sendDefaultTopic] = h.DefaultTopic
-	ext[sendDefaultTopicQueueNums] = fmtInt32(h.DefaultTopicQueueNums)
-	ext[extQueueID] = fmtInt32(h.QueueID)
-	ext[sendSysFlag] = fmtInt32(h.SysFlag)
-	ext[sendBornTimestamp] = fmtInt64(h.BornTimestamp)
-	ext[sendFlag] = fmtInt32(h.Flag)
-	ext[sendProperties] = h.Properties
-	ext[sendReconsumeTimes] = fmtInt32(h.ReconsumeTimes)
-	ext[sendUnitMode] = fmtBool(h.UnitMode)
-	ext[sendMaxReconsumeTimes] = fmtInt32(h.MaxReconsumeTimes)
-	ext[sendBatch] = fmtBool(h.Batch)
-	ext[extBrokerName] = h.BrokerName
+func (h *SendMessageRequestHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(sendProducerGroup, h.ProducerGroup)
+	ext.Set(extTopic, h.Topic)
+	ext.Set(sendDefaultTopic, h.DefaultTopic)
+	ext.Set(sendDefaultTopicQueueNums, fmtInt32(h.DefaultTopicQueueNums))
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
+	ext.Set(sendSysFlag, fmtInt32(h.SysFlag))
+	ext.Set(sendBornTimestamp, fmtInt64(h.BornTimestamp))
+	ext.Set(sendFlag, fmtInt32(h.Flag))
+	ext.Set(sendProperties, h.Properties)
+	ext.Set(sendReconsumeTimes, fmtInt32(h.ReconsumeTimes))
+	ext.Set(sendUnitMode, fmtBool(h.UnitMode))
+	ext.Set(sendMaxReconsumeTimes, fmtInt32(h.MaxReconsumeTimes))
+	ext.Set(sendBatch, fmtBool(h.Batch))
+	ext.Set(extBrokerName, h.BrokerName)
 }
 
 // DecodeExt reads the V1 (long-name) form.
-func (h *SendMessageRequestHeader) DecodeExt(ext map[string]string) error {
+func (h *SendMessageRequestHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str(sendProducerGroup, true),
@@ -85,26 +87,26 @@ func (h *SendMessageRequestHeader) DecodeExt(ext map[string]string) error {
 }
 
 // EncodeExtV2 writes the V2 (short-name, a … n) form.
-func (h *SendMessageRequestHeader) EncodeExtV2(ext map[string]string) {
-	ext["a"] = h.ProducerGroup
-	ext["b"] = h.Topic
-	ext["c"] = h.DefaultTopic
-	ext["d"] = fmtInt32(h.DefaultTopicQueueNums)
-	ext["e"] = fmtInt32(h.QueueID)
-	ext["f"] = fmtInt32(h.SysFlag)
-	ext["g"] = fmtInt64(h.BornTimestamp)
-	ext["h"] = fmtInt32(h.Flag)
-	ext["i"] = h.Properties
-	ext["j"] = fmtInt32(h.ReconsumeTimes)
-	ext["k"] = fmtBool(h.UnitMode)
-	ext["l"] = fmtInt32(h.MaxReconsumeTimes)
-	ext["m"] = fmtBool(h.Batch)
-	ext["n"] = h.BrokerName
+func (h *SendMessageRequestHeader) EncodeExtV2(ext *remoting.Ext) {
+	ext.Set("a", h.ProducerGroup)
+	ext.Set("b", h.Topic)
+	ext.Set("c", h.DefaultTopic)
+	ext.Set("d", fmtInt32(h.DefaultTopicQueueNums))
+	ext.Set("e", fmtInt32(h.QueueID))
+	ext.Set("f", fmtInt32(h.SysFlag))
+	ext.Set("g", fmtInt64(h.BornTimestamp))
+	ext.Set("h", fmtInt32(h.Flag))
+	ext.Set("i", h.Properties)
+	ext.Set("j", fmtInt32(h.ReconsumeTimes))
+	ext.Set("k", fmtBool(h.UnitMode))
+	ext.Set("l", fmtInt32(h.MaxReconsumeTimes))
+	ext.Set("m", fmtBool(h.Batch))
+	ext.Set("n", h.BrokerName)
 }
 
 // DecodeExtV2 reads the V2 (short-name) form. The broker name is taken from
 // "n", or from the base-header key "bname" when "n" is absent.
-func (h *SendMessageRequestHeader) DecodeExtV2(ext map[string]string) error {
+func (h *SendMessageRequestHeader) DecodeExtV2(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str("a", true),
@@ -121,10 +123,10 @@ func (h *SendMessageRequestHeader) DecodeExtV2(ext map[string]string) error {
 		MaxReconsumeTimes:     r.int32("l", false),
 		Batch:                 r.boolean("m", false),
 	}
-	if n, ok := ext["n"]; ok {
+	if n, ok := ext.Get("n"); ok {
 		h.BrokerName = n
 	} else {
-		h.BrokerName = ext[extBrokerName]
+		h.BrokerName = ext.Value(extBrokerName)
 	}
 	return r.err
 }
@@ -137,12 +139,12 @@ type SendMessageRequestHeaderV2 struct {
 }
 
 // EncodeExt writes the V2 (short-name) form.
-func (h *SendMessageRequestHeaderV2) EncodeExt(ext map[string]string) {
+func (h *SendMessageRequestHeaderV2) EncodeExt(ext *remoting.Ext) {
 	h.EncodeExtV2(ext)
 }
 
 // DecodeExt reads the V2 (short-name) form.
-func (h *SendMessageRequestHeaderV2) DecodeExt(ext map[string]string) error {
+func (h *SendMessageRequestHeaderV2) DecodeExt(ext remoting.Ext) error {
 	return h.DecodeExtV2(ext)
 }
 
@@ -159,7 +161,7 @@ func SendHeaderUsesV2(code RequestCode) bool {
 
 // DecodeSendMessageRequestHeader decodes the send header of a send-family
 // request, choosing the V1 or V2 key set from the request code.
-func DecodeSendMessageRequestHeader(code RequestCode, ext map[string]string) (SendMessageRequestHeader, error) {
+func DecodeSendMessageRequestHeader(code RequestCode, ext remoting.Ext) (SendMessageRequestHeader, error) {
 	var h SendMessageRequestHeader
 	var err error
 	if SendHeaderUsesV2(code) {
@@ -197,17 +199,17 @@ const (
 )
 
 // EncodeExt implements Header.
-func (h *SendMessageResponseHeader) EncodeExt(ext map[string]string) {
-	ext[sendRespMsgID] = h.MsgID
-	ext[extQueueID] = fmtInt32(h.QueueID)
-	ext[sendRespQueueOffset] = fmtInt64(h.QueueOffset)
+func (h *SendMessageResponseHeader) EncodeExt(ext *remoting.Ext) {
+	ext.Set(sendRespMsgID, h.MsgID)
+	ext.Set(extQueueID, fmtInt32(h.QueueID))
+	ext.Set(sendRespQueueOffset, fmtInt64(h.QueueOffset))
 	putStr(ext, sendRespTransactionID, h.TransactionID)
 	putStr(ext, sendRespMsgRegion, h.MsgRegion)
-	ext[sendRespTraceOn] = fmtBool(h.TraceOn)
+	ext.Set(sendRespTraceOn, fmtBool(h.TraceOn))
 }
 
 // DecodeExt implements Header.
-func (h *SendMessageResponseHeader) DecodeExt(ext map[string]string) error {
+func (h *SendMessageResponseHeader) DecodeExt(ext remoting.Ext) error {
 	r := extReader{ext: ext}
 	*h = SendMessageResponseHeader{
 		MsgID:         r.str(sendRespMsgID, true),

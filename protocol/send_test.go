@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ferrymq/ferry/remoting"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,7 +35,8 @@ func TestSendHeaderV1MatchesGoClient(t *testing.T) {
 		"defaultTopicQueueNums", "batch", "properties", "bname",
 	}
 	ext := NewExt(&goClientSend)
-	require.ElementsMatch(t, goClientKeys, slices.Collect(maps.Keys(ext)))
+	require.ElementsMatch(t, goClientKeys, slices.Collect(maps.Keys(ext.Map())))
+	require.Len(t, ext, len(goClientKeys), "each key once")
 	require.Equal(t, map[string]string{
 		"producerGroup":         "pg",
 		"topic":                 "TopicTest",
@@ -50,15 +52,15 @@ func TestSendHeaderV1MatchesGoClient(t *testing.T) {
 		"batch":                 "false",
 		"properties":            "UNIQ_KEY\x01C00002024C880000000096281fe00001\x02TAGS\x01TagA\x02",
 		"bname":                 "broker-a",
-	}, ext)
+	}, ext.Map())
 
 	// An empty broker name and properties are still written, like the client.
 	h := goClientSend
 	h.BrokerName, h.Properties = "", ""
 	ext = NewExt(&h)
 	require.Len(t, ext, 14)
-	require.Equal(t, "", ext["bname"])
-	require.Equal(t, "", ext["properties"])
+	require.Equal(t, "", ext.Value("bname"))
+	require.Equal(t, "", ext.Value("properties"))
 }
 
 // TestSendHeaderV2MatchesGoClient compares the V2 form with the Go client's
@@ -67,40 +69,40 @@ func TestSendHeaderV2MatchesGoClient(t *testing.T) {
 	h := goClientSend
 	h.Batch = true
 	h.Properties = ""
-	ext := map[string]string{}
-	h.EncodeExtV2(ext)
+	var ext remoting.Ext
+	h.EncodeExtV2(&ext)
 	require.Equal(t, map[string]string{
 		"a": "pg", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "1", "f": "0",
 		"g": "1700000000123", "h": "0", "i": "", "j": "0", "k": "false", "l": "0",
 		"m": "true", "n": "broker-a",
-	}, ext)
+	}, ext.Map())
 
 	var back SendMessageRequestHeader
 	require.NoError(t, back.DecodeExtV2(ext))
 	require.Equal(t, h, back)
 
 	// The wrapper type encodes the same map through the Header interface.
-	require.Equal(t, ext, NewExt(&SendMessageRequestHeaderV2{h}))
+	require.Equal(t, ext.Map(), NewExt(&SendMessageRequestHeaderV2{h}).Map())
 }
 
 func TestSendHeaderV1V2Conversion(t *testing.T) {
 	full := ptr(fullSendHeader())
 
 	v1 := NewExt(full)
-	v2 := map[string]string{}
-	full.EncodeExtV2(v2)
+	var v2 remoting.Ext
+	full.EncodeExtV2(&v2)
 	require.Len(t, v2, 14)
 
 	// Decode V1, re-encode as V2 and back: nothing is lost either way.
 	var a SendMessageRequestHeader
 	require.NoError(t, a.DecodeExt(v1))
-	v2b := map[string]string{}
-	a.EncodeExtV2(v2b)
-	require.Equal(t, v2, v2b)
+	var v2b remoting.Ext
+	a.EncodeExtV2(&v2b)
+	require.Equal(t, v2.Map(), v2b.Map())
 	var b SendMessageRequestHeader
 	require.NoError(t, b.DecodeExtV2(v2b))
 	require.Equal(t, *full, b)
-	require.Equal(t, v1, NewExt(&b))
+	require.Equal(t, v1.Map(), NewExt(&b).Map())
 
 	// V1 keys are not V2 keys.
 	require.ErrorIs(t, new(SendMessageRequestHeader).DecodeExtV2(v1), ErrMissingField)
@@ -108,14 +110,14 @@ func TestSendHeaderV1V2Conversion(t *testing.T) {
 }
 
 func TestSendHeaderV2BrokerNameFallback(t *testing.T) {
-	ext := map[string]string{}
-	goClientSend.EncodeExtV2(ext)
-	delete(ext, "n")
-	ext["bname"] = "broker-z"
+	var ext remoting.Ext
+	goClientSend.EncodeExtV2(&ext)
+	ext.Delete("n")
+	ext.Set("bname", "broker-z")
 	var h SendMessageRequestHeader
 	require.NoError(t, h.DecodeExtV2(ext))
 	require.Equal(t, "broker-z", h.BrokerName)
-	ext["n"] = "broker-n"
+	ext.Set("n", "broker-n")
 	require.NoError(t, h.DecodeExtV2(ext))
 	require.Equal(t, "broker-n", h.BrokerName)
 }
@@ -125,7 +127,7 @@ func TestDecodeSendMessageRequestHeaderByCode(t *testing.T) {
 	v2 := NewExt(&SendMessageRequestHeaderV2{goClientSend})
 	for _, tc := range []struct {
 		code RequestCode
-		ext  map[string]string
+		ext  remoting.Ext
 		v2   bool
 	}{
 		{SendMessage, v1, false},
@@ -138,7 +140,7 @@ func TestDecodeSendMessageRequestHeaderByCode(t *testing.T) {
 		h, err := DecodeSendMessageRequestHeader(tc.code, tc.ext)
 		require.NoError(t, err, tc.code.String())
 		require.Equal(t, goClientSend, h)
-		_, err = DecodeSendMessageRequestHeader(tc.code, map[string]string{})
+		_, err = DecodeSendMessageRequestHeader(tc.code, remoting.Ext{})
 		require.ErrorIs(t, err, ErrMissingField)
 	}
 }
@@ -154,5 +156,5 @@ func TestSendResponseGoClientView(t *testing.T) {
 		"msgId": "0A00000500002A9F0000000000000064", "queueId": "3", "queueOffset": "42",
 		"transactionId": "C00002024C880000000096281fe00001", "MSG_REGION": "DefaultRegion",
 		"TRACE_ON": "false",
-	}, ext)
+	}, ext.Map())
 }

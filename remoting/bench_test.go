@@ -13,12 +13,12 @@ import (
 func benchHeader(st SerializeType) *Command {
 	return &Command{
 		Code: 0, Language: LanguageGo, Version: Version, Opaque: 123456, Flag: FlagResponse,
-		ExtFields: map[string]string{
+		ExtFields: ExtOf(map[string]string{
 			"msgId":         "7F00000100002A9F0000000000000ABC",
 			"queueId":       "3",
 			"queueOffset":   "1024",
 			"transactionId": "7F0000010001B4D2C3A1000000000001",
-		},
+		}),
 		SerializeType: st,
 	}
 }

@@ -21,7 +21,7 @@ func sampleCommand(st SerializeType) *Command {
 		Opaque:        -12345,
 		Flag:          FlagOneway,
 		Remark:        "remark with \"quotes\", a \\ backslash, a\ttab and 中文",
-		ExtFields:     map[string]string{"a": "pg", "b": "TopicTest", "e": "-1", "empty": "", "uni": "ü\x01"},
+		ExtFields:     ExtOf(map[string]string{"a": "pg", "b": "TopicTest", "e": "-1", "empty": "", "uni": "ü\x01"}),
 		Body:          []byte("hello body"),
 		SerializeType: st,
 	}
@@ -38,8 +38,8 @@ func sameHeader(t *testing.T, want, got *Command) {
 	require.Equal(t, want.Remark, got.Remark)
 	require.Equal(t, want.SerializeType, got.SerializeType)
 	require.Equal(t, len(want.ExtFields), len(got.ExtFields))
-	for k, v := range want.ExtFields {
-		require.Equal(t, v, got.ExtFields[k], "ext %q", k)
+	for k, v := range want.ExtFields.All() {
+		require.Equal(t, v, got.ExtFields.Value(k), "ext %q", k)
 	}
 	require.Equal(t, string(want.Body)+joinVec(want.BodyVec), string(got.Body))
 }
@@ -103,7 +103,7 @@ func TestJSONHeaderReadableByEncodingJSON(t *testing.T) {
 	require.Equal(t, in.Opaque, goClient.Opaque)
 	require.Equal(t, in.Flag, goClient.Flag)
 	require.Equal(t, in.Remark, goClient.Remark)
-	require.Equal(t, in.ExtFields, goClient.ExtFields)
+	require.Equal(t, in.ExtFields.Map(), goClient.ExtFields)
 }
 
 func TestJSONHeaderDecodesClientShapes(t *testing.T) {
@@ -179,7 +179,7 @@ func TestBinaryHeaderMatchesSpecExample(t *testing.T) {
 	require.NoError(t, err)
 	var c Codec
 	cmd := &Command{Code: 0, Language: LanguageGo, Version: 479, Opaque: 1, Flag: FlagResponse,
-		ExtFields: map[string]string{"offset": "5"}, SerializeType: SerializeRocketMQ}
+		ExtFields: ExtOf(map[string]string{"offset": "5"}), SerializeType: SerializeRocketMQ}
 	got, err := c.AppendFrame(nil, cmd)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -190,7 +190,7 @@ func TestBinaryHeaderMatchesSpecExample(t *testing.T) {
 
 func TestBinaryHeaderRejectsBadLengths(t *testing.T) {
 	var c Codec
-	good, err := c.AppendFrame(nil, &Command{Code: 1, Remark: "r", ExtFields: map[string]string{"k": "v"}, SerializeType: SerializeRocketMQ})
+	good, err := c.AppendFrame(nil, &Command{Code: 1, Remark: "r", ExtFields: ExtOf(map[string]string{"k": "v"}), SerializeType: SerializeRocketMQ})
 	require.NoError(t, err)
 	header := good[8:]
 	for _, mutate := range []func([]byte){
@@ -212,7 +212,7 @@ func TestBinaryHeaderRejectsBadLengths(t *testing.T) {
 
 func TestMsgpackHeaderRejectsBadInput(t *testing.T) {
 	var c Codec
-	good, err := c.AppendFrame(nil, &Command{Code: 1, Remark: "r", ExtFields: map[string]string{"k": "v"}, SerializeType: SerializeMsgpack})
+	good, err := c.AppendFrame(nil, &Command{Code: 1, Remark: "r", ExtFields: ExtOf(map[string]string{"k": "v"}), SerializeType: SerializeMsgpack})
 	require.NoError(t, err)
 	header := good[8:]
 	for i := range header {

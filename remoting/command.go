@@ -126,7 +126,7 @@ type Command struct {
 	// Remark is free text, usually an error description in a response.
 	Remark string
 	// ExtFields is the custom header: request-specific string fields.
-	ExtFields map[string]string
+	ExtFields Ext
 	// Body is the opaque payload.
 	Body []byte
 	// BodyVec is written after Body without copying on the server side (for pull bodies
@@ -137,6 +137,10 @@ type Command struct {
 	OnWritten func(err error)
 	// SerializeType is the header codec this command arrived with or will be sent with.
 	SerializeType SerializeType
+
+	// extBuf backs ExtFields for decoded commands and responses, so a header of up to
+	// extInline fields costs no allocation of its own.
+	extBuf [extInline]ExtField
 
 	// reply tracks a served request: replyPending while its handler runs, then
 	// replyDeferred or replyDone. A deferred request stays in flight until Reply.
@@ -150,15 +154,29 @@ const (
 	replyDone
 )
 
-// NewRequest returns a request with the given code and ext fields (which it keeps).
-func NewRequest(code int16, ext map[string]string) *Command {
-	return &Command{Code: code, Language: LanguageGo, Version: Version, ExtFields: ext}
+// NewRequest returns a request with the given code and a copy of the ext fields in m
+// (a convenience for tools and tests; see NewRequestExt).
+func NewRequest(code int16, m map[string]string) *Command {
+	c := NewRequestExt(code, nil)
+	for k, v := range m {
+		c.ExtFields.Set(k, v)
+	}
+	return c
+}
+
+// NewRequestExt returns a request with the given code whose ext fields are a copy of
+// ext (none when nil). A typed header is usually encoded straight into it:
+// h.EncodeExt(&cmd.ExtFields).
+func NewRequestExt(code int16, ext Ext) *Command {
+	c := &Command{Code: code, Language: LanguageGo, Version: Version}
+	c.ExtFields = append(c.extBuf[:0], ext...)
+	return c
 }
 
 // NewResponse returns a response with the given code and remark for req: it copies the
 // request's opaque and serialize type and sets FlagResponse.
 func NewResponse(req *Command, code int16, remark string) *Command {
-	return &Command{
+	c := &Command{
 		Code:          code,
 		Language:      LanguageGo,
 		Version:       Version,
@@ -167,6 +185,8 @@ func NewResponse(req *Command, code int16, remark string) *Command {
 		Remark:        remark,
 		SerializeType: req.SerializeType,
 	}
+	c.ExtFields = c.extBuf[:0]
+	return c
 }
 
 // IsResponse reports whether the response flag is set.
@@ -176,14 +196,14 @@ func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns the ext field named key, or "" when it is absent.
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+func (c *Command) Ext(key string) string { return c.ExtFields.Value(key) }
 
 // SetExt sets an ext field, creating the map if needed.
 func (c *Command) SetExt(key, value string) {
 	if c.ExtFields == nil {
-		c.ExtFields = make(map[string]string, 4)
+		c.ExtFields = c.extBuf[:0]
 	}
-	c.ExtFields[key] = value
+	c.ExtFields.Set(key, value)
 }
 
 // bodyLen is the number of body bytes the frame carries.
@@ -202,7 +222,7 @@ func (c *Command) String() string {
 		kind = "response"
 	}
 	return fmt.Sprintf("%s{code=%d opaque=%d flag=%d type=%s remark=%q ext=%v body=%dB}",
-		kind, c.Code, c.Opaque, c.Flag, c.SerializeType, c.Remark, c.ExtFields, c.bodyLen())
+		kind, c.Code, c.Opaque, c.Flag, c.SerializeType, c.Remark, c.ExtFields.Map(), c.bodyLen())
 }
 
 // written runs OnWritten once.

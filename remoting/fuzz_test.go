@@ -35,8 +35,8 @@ func checkRoundTrip(t *testing.T, c *Codec, cmd *Command) {
 		len(back.ExtFields) != len(cmd.ExtFields) {
 		t.Fatalf("round trip changed the command:\n got %v\nwant %v", back, cmd)
 	}
-	for k, v := range cmd.ExtFields {
-		if got, ok := back.ExtFields[k]; !ok || got != v {
+	for k, v := range cmd.ExtFields.All() {
+		if got, ok := back.ExtFields.Get(k); !ok || got != v {
 			t.Fatalf("round trip changed ext %q: %q -> %q", k, v, got)
 		}
 	}

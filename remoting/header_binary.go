@@ -30,7 +30,8 @@ func appendBinaryHeader(dst []byte, cmd *Command) ([]byte, error) {
 	dst = append(dst, cmd.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for k, v := range cmd.ExtFields {
+	for _, f := range cmd.ExtFields {
+		k, v := f.Key, f.Value
 		if len(k) > 1<<15-1 {
 			return dst, fmt.Errorf("%w: ext key of %d bytes exceeds int16", ErrHeaderTooLarge, len(k))
 		}
@@ -79,7 +80,7 @@ func decodeBinaryHeader(b []byte, cmd *Command) error {
 	if elen == 0 {
 		return nil
 	}
-	cmd.ExtFields = make(map[string]string, 8)
+	cmd.ExtFields = cmd.extBuf[:0]
 	for len(p) > 0 {
 		if len(p) < 2 {
 			return fmt.Errorf("%w: truncated ext key length", ErrMalformedHeader)
@@ -96,7 +97,7 @@ func decodeBinaryHeader(b []byte, cmd *Command) error {
 		if vlen < 0 || vlen > int64(len(p)) {
 			return fmt.Errorf("%w: ext value length %d exceeds header", ErrMalformedHeader, vlen)
 		}
-		cmd.ExtFields[k] = aliasString(p[:vlen])
+		cmd.ExtFields.Set(k, aliasString(p[:vlen]))
 		p = p[vlen:]
 	}
 	return nil

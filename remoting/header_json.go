@@ -42,15 +42,13 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 	}
 	if len(cmd.ExtFields) > 0 {
 		dst = append(dst, `,"extFields":{`...)
-		first := true
-		for k, v := range cmd.ExtFields {
-			if !first {
+		for i, f := range cmd.ExtFields {
+			if i > 0 {
 				dst = append(dst, ',')
 			}
-			first = false
-			dst = appendJSONString(dst, k)
+			dst = appendJSONString(dst, f.Key)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, v)
+			dst = appendJSONString(dst, f.Value)
 		}
 		dst = append(dst, '}')
 	}
@@ -345,8 +343,8 @@ func (p *jsonParser) nullableStr() (string, error) {
 	return p.str()
 }
 
-// extFields parses the extFields object (or null).
-func (p *jsonParser) extFields() (map[string]string, error) {
+// extFields parses the extFields object (or null), appending its fields to dst.
+func (p *jsonParser) extFields(dst Ext) (Ext, error) {
 	if p.peek() == 'n' {
 		return nil, p.literal("null")
 	}
@@ -355,9 +353,9 @@ func (p *jsonParser) extFields() (map[string]string, error) {
 	}
 	if p.peek() == '}' {
 		p.i++
-		return nil, nil
+		return dst, nil
 	}
-	m := make(map[string]string, 8)
+	m := dst
 	for {
 		k, err := p.str()
 		if err != nil {
@@ -373,7 +371,7 @@ func (p *jsonParser) extFields() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		m.Set(k, v)
 		switch p.peek() {
 		case ',':
 			p.i++
@@ -462,7 +460,7 @@ func (p *jsonParser) field(key string, cmd *Command) error {
 	case "remark":
 		cmd.Remark, err = p.nullableStr()
 	case "extFields":
-		cmd.ExtFields, err = p.extFields()
+		cmd.ExtFields, err = p.extFields(cmd.extBuf[:0])
 	default:
 		err = p.skipValue(0)
 	}

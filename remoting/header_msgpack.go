@@ -60,12 +60,12 @@ func (c *Codec) appendMsgpackHeader(dst []byte, cmd *Command) ([]byte, error) {
 	if err == nil {
 		err = e.EncodeMapLen(len(cmd.ExtFields))
 	}
-	for k, v := range cmd.ExtFields {
+	for _, f := range cmd.ExtFields {
 		if err == nil {
-			err = e.EncodeString(k)
+			err = e.EncodeString(f.Key)
 		}
 		if err == nil {
-			err = e.EncodeString(v)
+			err = e.EncodeString(f.Value)
 		}
 	}
 	out := s.w.b
@@ -125,7 +125,7 @@ func (c *Codec) decodeMsgpackHeader(b []byte, cmd *Command) error {
 		if m > len(b) {
 			return fmt.Errorf("%w: msgpack ext map of %d entries exceeds header", ErrMalformedHeader, m)
 		}
-		cmd.ExtFields = make(map[string]string, m)
+		cmd.ExtFields = cmd.extBuf[:0]
 		for range m {
 			k, err := d.str()
 			if err != nil {
@@ -135,7 +135,7 @@ func (c *Codec) decodeMsgpackHeader(b []byte, cmd *Command) error {
 			if err != nil {
 				return err
 			}
-			cmd.ExtFields[k] = v
+			cmd.ExtFields.Set(k, v)
 		}
 	}
 	for range n - msgpackFields {

@@ -233,7 +233,7 @@ func TestOnewayRequestsGetNoResponse(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	var codec Codec
-	oneway := &Command{Code: codeOneway, Flag: FlagOneway, Opaque: 1, ExtFields: map[string]string{"n": "1"}}
+	oneway := &Command{Code: codeOneway, Flag: FlagOneway, Opaque: 1, ExtFields: ExtOf(map[string]string{"n": "1"})}
 	frame, err := codec.AppendFrame(nil, oneway)
 	require.NoError(t, err)
 	// An unknown code sent oneway gets no answer either.

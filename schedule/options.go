@@ -17,7 +17,7 @@ import (
 
 // DefaultLevelString is RocketMQ's messageDelayLevel: delay level n (1-based) waits the
 // n-th duration.
-const DefaultLevelString = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+const DefaultLevelString = delaylevel.Default
 
 // MaxLevels bounds the number of delay levels (one queue and one goroutine each).
 const MaxLevels = delaylevel.MaxLevels

@@ -74,6 +74,13 @@ func (e *TimerError) Unwrap() []error { return []error{ErrMessageIllegal, e.Kind
 // pass props[:0] next time; when buf is large enough Rewrite does not allocate. When
 // nothing changes, props is rec.Properties. An error leaves rec unchanged.
 func (s *Service) Rewrite(rec *message.Record, buf []byte) (props []byte, rewritten bool, err error) {
+	sp := message.ScanProperties(rec.Properties)
+	return s.RewriteScanned(rec, &sp, buf)
+}
+
+// RewriteScanned is Rewrite for a caller that has already scanned rec.Properties (the
+// broker's send path scans a message's properties once for every decision it makes).
+func (s *Service) RewriteScanned(rec *message.Record, sp *message.SendProps, buf []byte) (props []byte, rewritten bool, err error) {
 	if tt := message.TransactionType(rec.SysFlag); tt != message.TransactionNotType &&
 		tt != message.TransactionCommitType {
 		return rec.Properties, false, nil
@@ -81,12 +88,12 @@ func (s *Service) Rewrite(rec *message.Record, buf []byte) (props []byte, rewrit
 	if rec.SysFlag&(message.SysFlagNeedUnwrap|message.SysFlagInnerBatch) != 0 {
 		return rec.Properties, false, nil
 	}
-	if v, ok := message.LookupProperty(rec.Properties, message.PropertyDelayLevel); ok {
-		if level, ok := parseInt(v); ok && level > 0 {
+	if sp.DelayLevel != nil {
+		if level, ok := parseInt(sp.DelayLevel); ok && level > 0 {
 			return s.rewriteLevel(rec, buf, level)
 		}
 	}
-	return s.rewriteTimer(rec, buf)
+	return s.rewriteTimer(rec, sp, buf)
 }
 
 // rewriteLevel parks rec in the schedule queue of level.
@@ -112,21 +119,21 @@ func (s *Service) rewriteLevel(rec *message.Record, buf []byte, level int64) ([]
 }
 
 // rewriteTimer parks rec in the timer queue if it carries a future timer property.
-func (s *Service) rewriteTimer(rec *message.Record, buf []byte) ([]byte, bool, error) {
+func (s *Service) rewriteTimer(rec *message.Record, sp *message.SendProps, buf []byte) ([]byte, bool, error) {
 	nowMs := s.opts.Clock().UnixMilli()
 	maxMs := s.opts.MaxTimerDelay.Milliseconds()
 	var (
 		prop string
 		raw  []byte
-		ok   bool
 	)
-	for _, prop = range [...]string{message.PropertyTimerDelaySec, message.PropertyTimerDelayMs,
-		message.PropertyTimerDeliverMs} {
-		if raw, ok = message.LookupProperty(rec.Properties, prop); ok {
-			break
-		}
-	}
-	if !ok {
+	switch {
+	case sp.TimerDelaySec != nil:
+		prop, raw = message.PropertyTimerDelaySec, sp.TimerDelaySec
+	case sp.TimerDelayMs != nil:
+		prop, raw = message.PropertyTimerDelayMs, sp.TimerDelayMs
+	case sp.TimerDeliverMs != nil:
+		prop, raw = message.PropertyTimerDeliverMs, sp.TimerDeliverMs
+	default:
 		return rec.Properties, false, nil
 	}
 	n, valid := parseInt(raw)

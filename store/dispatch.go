@@ -138,7 +138,7 @@ func (s *Store) dispatchRecord(d *dispatcher, rec *message.Record, off int64) er
 			} else {
 				return fmt.Errorf("store: dispatch %s at %d: %w", q, off, err)
 			}
-		} else if s.opts.Notify != nil {
+		} else if s.opts.Notify != nil && s.started.Load() {
 			s.opts.Notify(q.Topic(), q.QueueID(), q.MaxOffset(), tags)
 		}
 	}

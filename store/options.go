@@ -80,7 +80,9 @@ type Options struct {
 
 	// Notify, if set, is called by the dispatcher after it appends to a consume queue
 	// (topic, queue, the queue's new max offset, the unit's tags code); the broker wakes
-	// long polls with it. It must not block.
+	// long polls with it. It must not block. It is called only once Start has run:
+	// the dispatch that recovery does inside Open notifies nobody, since nothing can be
+	// waiting for a store that has not started.
 	Notify func(topic string, queueID int32, maxOffset int64, tagsCode int64)
 }
 

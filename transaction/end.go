@@ -1,6 +1,7 @@
 package transaction
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 
@@ -27,31 +28,55 @@ func bookkeeping(extra ...string) []string {
 // to the store (sync flush). The result and error are the store's, so the broker can map
 // flush statuses to the send response.
 func (s *Service) Prepare(rec *message.Record, wait bool) (PrepareResult, error) {
+	sp := message.ScanProperties(rec.Properties)
+	return s.PrepareScanned(rec, &sp, wait)
+}
+
+// PrepareScanned is Prepare for a caller that has already scanned rec.Properties (the
+// broker's send path scans once for every decision). When the producer sent none of the
+// properties Prepare replaces or strips (the usual case), the half message's properties
+// are the original ones with REAL_TOPIC, REAL_QID and __transactionId__ appended, built
+// in one pass.
+func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wait bool) (PrepareResult, error) {
 	s.mu.Lock()
 	closed := s.mu.closed
 	s.mu.Unlock()
 	if closed {
 		return PrepareResult{}, ErrClosed
 	}
-	if g, ok := rec.Property(message.PropertyProducerGroup); !ok || len(g) == 0 {
+	if len(sp.ProducerGroup) == 0 {
 		return PrepareResult{}, ErrNoProducerGroup
 	}
 	if t := string(rec.Topic); t == halfTopic || t == opTopic || t == discardTopic {
 		return PrepareResult{}, fmt.Errorf("transaction: cannot prepare a message for system topic %s", t)
 	}
-	props := stripProperties(rec.Properties,
-		bookkeeping(message.PropertyTransactionCheckTimes, PropertyOpOutcome)...)
-	kv := []string{
-		message.PropertyRealTopic, string(rec.Topic),
-		message.PropertyRealQueueID, strconv.Itoa(int(rec.QueueID)),
-	}
-	uniq, _ := rec.Property(message.PropertyUniqKey)
-	if len(uniq) > 0 {
-		kv = append(kv, message.PropertyTransactionID, string(uniq))
-	}
-	props, err := setProperties(props, kv...)
-	if err != nil {
-		return PrepareResult{}, fmt.Errorf("transaction: half message properties: %w", err)
+	uniq := sp.UniqKey
+	var props []byte
+	if sp.Bookkeeping == 0 && !bytes.ContainsAny(rec.Topic, "\x01\x02") {
+		props = make([]byte, 0, len(rec.Properties)+len(rec.Topic)+len(uniq)+64)
+		props = append(props, rec.Properties...)
+		props = appendPair(props, message.PropertyRealTopic, rec.Topic)
+		props = append(props, message.PropertyRealQueueID...)
+		props = append(props, message.NameValueSeparator)
+		props = strconv.AppendInt(props, int64(rec.QueueID), 10)
+		props = append(props, message.PropertySeparator)
+		if len(uniq) > 0 {
+			props = appendPair(props, message.PropertyTransactionID, uniq)
+		}
+	} else {
+		props = stripProperties(rec.Properties,
+			bookkeeping(message.PropertyTransactionCheckTimes, PropertyOpOutcome)...)
+		kv := []string{
+			message.PropertyRealTopic, string(rec.Topic),
+			message.PropertyRealQueueID, strconv.Itoa(int(rec.QueueID)),
+		}
+		if len(uniq) > 0 {
+			kv = append(kv, message.PropertyTransactionID, string(uniq))
+		}
+		var err error
+		if props, err = setProperties(props, kv...); err != nil {
+			return PrepareResult{}, fmt.Errorf("transaction: half message properties: %w", err)
+		}
 	}
 	half := *rec
 	half.Topic = []byte(halfTopic)
@@ -60,6 +85,15 @@ func (s *Service) Prepare(rec *message.Record, wait bool) (PrepareResult, error)
 	half.Properties = props
 	res, err := s.opts.Store.PutMessage(&half, wait)
 	return PrepareResult{Append: res, QueueID: rec.QueueID, TransactionID: string(uniq)}, err
+}
+
+// appendPair appends "key 0x01 value 0x02". The caller has checked that value holds no
+// separator (topic names and UNIQ_KEYs cannot).
+func appendPair(dst []byte, key string, value []byte) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, message.NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, message.PropertySeparator)
 }
 
 // End applies an END_TRANSACTION. It reads the half message at req.CommitLogOffset and

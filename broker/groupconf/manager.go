@@ -59,7 +59,7 @@ func (m *Manager) Get(group string) (Config, bool) {
 }
 
 // FindOrCreate returns the config of group, creating it with DefaultConfig
-// first when it is missing and Options.AutoCreateSubscriptionGroup is set
+// (retryMaxTimes from Options.RetryMaxTimes) first when it is missing and Options.AutoCreateSubscriptionGroup is set
 // (as the broker does on HEART_BEAT and CONSUMER_SEND_MSG_BACK). created
 // reports whether this call created it. Errors wrap ErrNotFound (missing,
 // auto-creation off), ErrInvalidConfig (bad group name) or the file write
@@ -72,6 +72,7 @@ func (m *Manager) FindOrCreate(group string) (cfg Config, created bool, err erro
 		return Config{}, false, fmt.Errorf("%w: %q", ErrNotFound, group)
 	}
 	cfg = DefaultConfig(group)
+	cfg.RetryMaxTimes = m.opts.RetryMaxTimes
 	if err := cfg.Validate(); err != nil {
 		return Config{}, false, err
 	}

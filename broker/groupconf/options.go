@@ -41,6 +41,10 @@ type Options struct {
 	// AutoCreateSubscriptionGroup lets FindOrCreate create a missing group
 	// with DefaultConfig (RocketMQ autoCreateSubscriptionGroup, default true).
 	AutoCreateSubscriptionGroup bool
+	// RetryMaxTimes is the retryMaxTimes of a group FindOrCreate creates: how many
+	// times its messages are redelivered before they go to the dead-letter queue
+	// (RocketMQ's default 16; the broker's maxReconsumeTimes setting).
+	RetryMaxTimes int32
 }
 
 // DefaultOptions returns the RocketMQ defaults on the real file system. Dir
@@ -51,6 +55,7 @@ func DefaultOptions() Options {
 		Logger:                      logging.Nop(),
 		Now:                         time.Now,
 		AutoCreateSubscriptionGroup: true,
+		RetryMaxTimes:               16,
 	}
 }
 
@@ -62,6 +67,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Now == nil {
 		return fmt.Errorf("%w: Now is nil", ErrInvalidOptions)
+	}
+	if o.RetryMaxTimes < 0 {
+		return fmt.Errorf("%w: RetryMaxTimes %d is negative", ErrInvalidOptions, o.RetryMaxTimes)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/logging"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/nameserver"
 )
 
@@ -55,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("ferry", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conf.BindFlags(fs)
+	bindPprofFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -87,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "standalone", "namesrv", "broker":
-		if err := serve(ctx, mode, cfg, log); err != nil {
+		if err := withPprof(fs, log, func() error { return serve(ctx, mode, cfg, log) }); err != nil {
 			log.Error().Err(err).Msg("ferry stopped with an error")
 			fmt.Fprintln(stderr, "ferry:", err)
 			return 1
@@ -165,12 +168,7 @@ func flagOrEnvSetsNamesrv(cfg *conf.Config) bool {
 }
 
 func startNameServer(cfg *conf.Config, log zerolog.Logger) (*nameserver.Server, error) {
-	o := nameserver.DefaultOptions()
-	n := cfg.NameServer
-	o.Listen, o.BrokerExpiry, o.ScanInterval = n.Listen, n.BrokerExpiry, n.ScanInterval
-	o.MaxFrameSize, o.IdleTimeout = int(n.MaxFrameSize), n.IdleTimeout
-	o.Logger = log.With().Str("server", "namesrv").Logger()
-	ns, err := nameserver.New(o)
+	ns, err := nameserver.New(launch.NameServerOptions(cfg.NameServer, log.With().Str("server", "namesrv").Logger()))
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +180,10 @@ func startNameServer(cfg *conf.Config, log zerolog.Logger) (*nameserver.Server, 
 }
 
 func startBroker(cfg *conf.Config, log zerolog.Logger) (*broker.Broker, error) {
-	o := broker.DefaultOptions()
-	o.Config = cfg.Broker
-	o.Logger = log.With().Str("server", "broker").Logger()
+	o, err := launch.BrokerOptions(cfg.Broker, mmap.OSFS{}, log.With().Str("server", "broker").Logger())
+	if err != nil {
+		return nil, err
+	}
 	b, err := broker.New(o)
 	if err != nil {
 		return nil, err

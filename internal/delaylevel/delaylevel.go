@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// Default is RocketMQ's messageDelayLevel, the one place Ferry spells it: level n
+// (1-based) waits the n-th duration.
+const Default = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
 // MaxLevels bounds the number of levels in a list.
 const MaxLevels = 1000
 

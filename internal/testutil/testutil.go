@@ -14,6 +14,8 @@ import (
 
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/store"
 )
@@ -90,10 +92,11 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	cfg := c.cfg
 	cfg.Listen = c.BrokerAddr
 	cfg.AdvertisedAddr = c.BrokerAddr
-	bo := broker.DefaultOptions()
-	bo.Config = cfg
-	bo.Logger = c.log
-	bo.TuneStore = c.tune
+	bo, err := launch.BrokerOptions(cfg, mmap.OSFS{}, c.log)
+	require.NoError(t, err)
+	if c.tune != nil {
+		c.tune(&bo.Store)
+	}
 	b, err := broker.New(bo)
 	require.NoError(t, err)
 	started := time.Now()

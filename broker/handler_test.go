@@ -1,0 +1,253 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/broker/groupconf"
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/store"
+	"github.com/ferrymq/ferry/transaction"
+)
+
+// fakeStore records what handlers put; the rest of MessageStore is not used by the
+// send path and panics through the nil embedded interface if it is.
+type fakeStore struct {
+	MessageStore
+	puts [][]message.Record
+	wait []bool
+	err  error
+}
+
+func (f *fakeStore) PutMessages(recs []message.Record, wait bool) (store.PutResult, error) {
+	cp := make([]message.Record, len(recs))
+	for i, r := range recs {
+		r.Properties = append([]byte(nil), r.Properties...)
+		r.Topic = append([]byte(nil), r.Topic...)
+		cp[i] = r
+	}
+	f.puts = append(f.puts, cp)
+	f.wait = append(f.wait, wait)
+	if f.err != nil {
+		return store.PutResult{}, f.err
+	}
+	return store.PutResult{PhysicalOffset: 4096, QueueOffset: 7, Count: len(recs), Status: store.PutOK}, nil
+}
+
+type fakeTopics struct {
+	TopicTable
+	cfgs map[string]protocol.TopicConfig
+}
+
+func (f *fakeTopics) Get(topic string) (protocol.TopicConfig, bool) {
+	c, ok := f.cfgs[topic]
+	return c, ok
+}
+
+func (f *fakeTopics) CreateDLQTopic(group string) (protocol.TopicConfig, bool, error) {
+	c := protocol.TopicConfig{TopicName: protocol.DLQTopic(group), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
+	f.cfgs[c.TopicName] = c
+	return c, true, nil
+}
+
+type fakeGroups struct {
+	GroupTable
+	retryMax int32
+}
+
+func (f *fakeGroups) FindOrCreate(group string) (groupconf.Config, bool, error) {
+	c := groupconf.DefaultConfig(group)
+	c.RetryMaxTimes = f.retryMax
+	return c, false, nil
+}
+
+type fakeSched struct{ calls int }
+
+func (f *fakeSched) RewriteScanned(rec *message.Record, _ *message.SendProps, _ []byte) ([]byte, bool, error) {
+	f.calls++
+	return rec.Properties, false, nil
+}
+
+type fakeTx struct {
+	TxnService
+	prepared []message.SendProps
+}
+
+func (f *fakeTx) PrepareScanned(rec *message.Record, sp *message.SendProps, _ bool) (transaction.PrepareResult, error) {
+	f.prepared = append(f.prepared, *sp)
+	return transaction.PrepareResult{QueueID: rec.QueueID, TransactionID: string(sp.UniqKey)}, nil
+}
+
+type fakeChannel struct{ remoting.Channel }
+
+func (fakeChannel) ID() uint64         { return 1 }
+func (fakeChannel) RemoteAddr() string { return "127.0.0.1:5555" }
+
+type senderFixture struct {
+	s     *sender
+	store *fakeStore
+	tx    *fakeTx
+	sched *fakeSched
+}
+
+func newSenderFixture(retryMax int32) *senderFixture {
+	topics := &fakeTopics{cfgs: map[string]protocol.TopicConfig{
+		"T":        {TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6},
+		"%RETRY%g": {TopicName: "%RETRY%g", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6},
+		"ReadOnly": {TopicName: "ReadOnly", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 4},
+	}}
+	f := &senderFixture{store: &fakeStore{}, tx: &fakeTx{}, sched: &fakeSched{}}
+	groups := &fakeGroups{retryMax: retryMax}
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	f.s = &sender{store: f.store, topics: topics, sched: f.sched, tx: f.tx, conns: &conns{},
+		retry: &retryPolicy{topics: topics, groups: groups, log: zerolog.Nop()},
+		uniq:  message.NewUniqKeyGenerator(host.Addr(), 0), storeHost: host, cluster: "C", log: zerolog.Nop()}
+	return f
+}
+
+func sendRequest(code protocol.RequestCode, h protocol.SendMessageRequestHeader, body []byte) *remoting.Command {
+	req := remoting.NewRequestExt(int16(code), nil)
+	if protocol.SendHeaderUsesV2(code) {
+		h.EncodeExtV2(&req.ExtFields)
+	} else {
+		h.EncodeExt(&req.ExtFields)
+	}
+	req.Body = body
+	return req
+}
+
+func TestSendAddsUniqKeyAndClusterOnce(t *testing.T) {
+	f := newSenderFixture(16)
+	props, err := message.EncodeProperties(map[string]string{message.PropertyTags: "a", message.PropertyWaitStoreMsgOK: "false"})
+	require.NoError(t, err)
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", QueueID: 2, Properties: string(props)}
+	resp, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendMessageV2, h, []byte("body")))
+	require.NoError(t, err)
+	require.Equal(t, int16(protocol.Success), resp.Code)
+	require.Len(t, f.store.puts, 1)
+	rec := f.store.puts[0][0]
+	uniq, ok := message.LookupProperty(rec.Properties, message.PropertyUniqKey)
+	require.True(t, ok)
+	require.Equal(t, 1, countKey(rec.Properties, message.PropertyUniqKey))
+	require.Equal(t, 1, countKey(rec.Properties, message.PropertyCluster))
+	require.Equal(t, []bool{false}, f.store.wait, "WAIT=false is honoured")
+	var rh protocol.SendMessageResponseHeader
+	require.NoError(t, rh.DecodeExt(resp.ExtFields))
+	require.Equal(t, string(uniq), rh.TransactionID)
+	require.Equal(t, int32(2), rh.QueueID)
+	require.Equal(t, 1, f.sched.calls, "a plain send goes through the schedule rewrite")
+
+	// A producer's own UNIQ_KEY and CLUSTER are kept, not doubled.
+	props, err = message.EncodeProperties(map[string]string{message.PropertyUniqKey: "MINE", message.PropertyCluster: "X"})
+	require.NoError(t, err)
+	h.Properties = string(props)
+	_, err = f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendMessage, h, []byte("b")))
+	require.NoError(t, err)
+	rec = f.store.puts[1][0]
+	v, _ := message.LookupProperty(rec.Properties, message.PropertyUniqKey)
+	require.Equal(t, "MINE", string(v))
+	require.Equal(t, 1, countKey(rec.Properties, message.PropertyUniqKey))
+	require.Equal(t, 1, countKey(rec.Properties, message.PropertyCluster))
+}
+
+func TestSendPreparedGoesToTransactionService(t *testing.T) {
+	f := newSenderFixture(16)
+	props, err := message.EncodeProperties(map[string]string{message.PropertyTransactionPrepared: "true", message.PropertyProducerGroup: "pg"})
+	require.NoError(t, err)
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", QueueID: 1, Properties: string(props)}
+	resp, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendMessageV2, h, []byte("b")))
+	require.NoError(t, err)
+	require.Equal(t, int16(protocol.Success), resp.Code)
+	require.Empty(t, f.store.puts, "a half message is stored by the transaction service only")
+	require.Len(t, f.tx.prepared, 1)
+	require.Equal(t, "pg", string(f.tx.prepared[0].ProducerGroup))
+	require.NotEmpty(t, f.tx.prepared[0].UniqKey, "the broker's UNIQ_KEY is in the scan the service gets")
+	require.Zero(t, f.sched.calls, "prepared messages are not rewritten at prepare time")
+	id, ok := f.s.conns.txConn("pg")
+	require.True(t, ok)
+	require.Equal(t, uint64(1), id)
+}
+
+func TestDirectRetrySendPastLimitGoesToDLQ(t *testing.T) {
+	for _, tc := range []struct {
+		reconsume, headerMax, groupMax int32
+		dlq                            bool
+	}{
+		{reconsume: 2, groupMax: 3, dlq: false},
+		{reconsume: 3, groupMax: 3, dlq: true}, // the same ≥ as CONSUMER_SEND_MSG_BACK
+		{reconsume: 3, headerMax: 5, groupMax: 3, dlq: false},
+		{reconsume: 5, headerMax: 5, groupMax: 16, dlq: true},
+	} {
+		f := newSenderFixture(tc.groupMax)
+		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "%RETRY%g", DefaultTopic: "TBW102",
+			QueueID: 0, ReconsumeTimes: tc.reconsume, MaxReconsumeTimes: tc.headerMax, Properties: "DELAY\x013\x02"}
+		_, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendMessage, h, []byte("b")))
+		require.NoError(t, err)
+		rec := f.store.puts[0][0]
+		if tc.dlq {
+			require.Equal(t, "%DLQ%g", string(rec.Topic), "%+v", tc)
+			_, delayed := message.LookupProperty(rec.Properties, message.PropertyDelayLevel)
+			require.False(t, delayed, "a dead letter is not delayed")
+		} else {
+			require.Equal(t, "%RETRY%g", string(rec.Topic), "%+v", tc)
+		}
+	}
+}
+
+func TestSendRefusals(t *testing.T) {
+	f := newSenderFixture(16)
+	for name, tc := range map[string]struct {
+		h    protocol.SendMessageRequestHeader
+		code protocol.RequestCode
+		want protocol.ResponseCode
+	}{
+		"bad topic name":     {protocol.SendMessageRequestHeader{Topic: "bad topic", DefaultTopic: "TBW102"}, protocol.SendMessage, protocol.InvalidParameter},
+		"not writeable":      {protocol.SendMessageRequestHeader{Topic: "ReadOnly", DefaultTopic: "TBW102"}, protocol.SendMessage, protocol.NoPermission},
+		"unknown, no auto":   {protocol.SendMessageRequestHeader{Topic: "Nope", DefaultTopic: "TBW102"}, protocol.SendMessage, protocol.TopicNotExist},
+		"queue out of range": {protocol.SendMessageRequestHeader{Topic: "T", DefaultTopic: "TBW102", QueueID: 9}, protocol.SendMessage, protocol.InvalidParameter},
+		"delayed batch":      {protocol.SendMessageRequestHeader{Topic: "T", DefaultTopic: "TBW102", Properties: "DELAY\x012\x02", Batch: true}, protocol.SendBatchMessage, protocol.MessageIllegal},
+		"batch to retry":     {protocol.SendMessageRequestHeader{Topic: "%RETRY%g", DefaultTopic: "TBW102", Batch: true}, protocol.SendBatchMessage, protocol.MessageIllegal},
+		"garbage batch":      {protocol.SendMessageRequestHeader{Topic: "T", DefaultTopic: "TBW102", Batch: true}, protocol.SendBatchMessage, protocol.MessageIllegal},
+	} {
+		_, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(tc.code, tc.h, []byte{0, 0, 0, 9}))
+		var ce *remoting.CodeError
+		require.True(t, errors.As(err, &ce), name)
+		require.Equal(t, int16(tc.want), ce.Code, "%s: %v", name, err)
+	}
+	require.Empty(t, f.store.puts)
+}
+
+func TestStoreErrorCodes(t *testing.T) {
+	f := newSenderFixture(16)
+	f.store.err = store.ErrDiskFull
+	h := protocol.SendMessageRequestHeader{Topic: "T", DefaultTopic: "TBW102"}
+	_, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendMessage, h, []byte("b")))
+	var ce *remoting.CodeError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, int16(protocol.ServiceNotAvailable), ce.Code)
+}
+
+func TestRetryLimitRule(t *testing.T) {
+	require.Equal(t, int32(16), limit(16, 0, false))
+	require.Equal(t, int32(0), limit(16, 0, true), "a client's explicit 0 means no retries")
+	require.Equal(t, int32(16), limit(16, -1, true), "negative means the group's own")
+	require.True(t, exhausted(3, 3))
+	require.False(t, exhausted(2, 3))
+}
+
+func countKey(props []byte, key string) int {
+	n := 0
+	for k := range message.PropertyPairs(props) {
+		if string(k) == key {
+			n++
+		}
+	}
+	return n
+}

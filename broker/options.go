@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/delaylevel"
+	"github.com/ferrymq/ferry/store"
+)
+
+// ErrInvalidOptions is wrapped by every error Options.Validate returns.
+var ErrInvalidOptions = errors.New("broker: invalid options")
+
+// Workers sizes the worker pools, one per request class, so a held long poll or a slow
+// fsync never blocks other kinds of request.
+type Workers struct {
+	Send        int // SEND_MESSAGE(_V2), batches, CONSUMER_SEND_MSG_BACK
+	Pull        int // PULL_MESSAGE, LITE_PULL_MESSAGE
+	Query       int // QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
+	Admin       int // heartbeats, offsets, topics, groups, locks and other small requests
+	Transaction int // END_TRANSACTION
+}
+
+// Options configures a Broker. Start from DefaultOptions; the server's configuration file
+// is mapped onto it by the launcher (package launch), so the broker knows nothing of
+// config files.
+type Options struct {
+	// BrokerName and ClusterName name the broker group and its cluster.
+	BrokerName, ClusterName string
+	// BrokerID is 0 for a master, ≥ 1 for a slave.
+	BrokerID int64
+	// AdvertisedAddr is the "ip:port" clients are told to use; it is also the store
+	// host written into records and message ids.
+	AdvertisedAddr string
+	// HAAddr is the replication address registered with the name servers.
+	HAAddr string
+	// NamesrvAddrs are the name servers registered with (none: not registered).
+	NamesrvAddrs []string
+	// RegisterInterval is how often the broker re-registers (RocketMQ: 30 s).
+	RegisterInterval time.Duration
+
+	// MaxFrameSize bounds one request frame; IdleTimeout closes silent connections.
+	MaxFrameSize int
+	IdleTimeout  time.Duration
+	// Workers sizes the worker pools.
+	Workers Workers
+
+	// Store configures the message store; Dir is also where the metadata lives, on
+	// Store.FS. The broker sets its StoreHost (from AdvertisedAddr), TagsCode and
+	// Notify; everything else, Logger and Clock included, is taken as given.
+	Store store.Options
+	// DelayLevels are the delay of each level, level 1 first.
+	DelayLevels []time.Duration
+
+	// AutoCreateTopic lets a send to an unknown topic create it from the template topic
+	// with DefaultTopicQueueNums queues.
+	AutoCreateTopic       bool
+	DefaultTopicQueueNums int
+	// MaxReconsumeTimes is the retry limit of a consumer group created on demand (its
+	// retryMaxTimes): a message handed back more often goes to %DLQ%<group>. A client
+	// that sends its own limit (maxReconsumeTimes in the request) overrides it.
+	MaxReconsumeTimes int
+	// LongPollingEnable holds pulls that find nothing for the client's suspend timeout;
+	// otherwise for at most ShortPollingTimeout.
+	LongPollingEnable   bool
+	ShortPollingTimeout time.Duration
+
+	// TransactionTimeout is the age of an unresolved half message before its first
+	// check; TransactionCheckInterval the pause between checks (0: the service's
+	// default); TransactionCheckMax the checks before it is discarded.
+	TransactionTimeout       time.Duration
+	TransactionCheckInterval time.Duration
+	TransactionCheckMax      int
+
+	// Logger receives everything the broker logs.
+	Logger zerolog.Logger
+	// Clock is the broker's clock (time.Now by default).
+	Clock func() time.Time
+}
+
+// DefaultOptions returns RocketMQ's defaults for a master broker "broker-a" of
+// "DefaultCluster" advertised on 127.0.0.1:10911, storing under ./data.
+func DefaultOptions() Options {
+	so := store.DefaultOptions()
+	so.Dir = "data"
+	return Options{
+		BrokerName:            "broker-a",
+		ClusterName:           "DefaultCluster",
+		AdvertisedAddr:        "127.0.0.1:10911",
+		RegisterInterval:      30 * time.Second,
+		MaxFrameSize:          16 << 20,
+		IdleTimeout:           120 * time.Second,
+		Workers:               Workers{Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8},
+		Store:                 so,
+		DelayLevels:           defaultDelayLevels(),
+		AutoCreateTopic:       true,
+		DefaultTopicQueueNums: 8,
+		MaxReconsumeTimes:     16,
+		LongPollingEnable:     true,
+		ShortPollingTimeout:   time.Second,
+		TransactionTimeout:    6 * time.Second,
+		TransactionCheckMax:   15,
+		Logger:                zerolog.Nop(),
+		Clock:                 time.Now,
+	}
+}
+
+// Validate reports the first problem, wrapping ErrInvalidOptions.
+func (o *Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.BrokerName == "":
+		return bad("BrokerName is empty")
+	case o.BrokerID < 0:
+		return bad("BrokerID %d is negative", o.BrokerID)
+	case o.Clock == nil:
+		return bad("Clock is nil")
+	case o.RegisterInterval <= 0:
+		return bad("RegisterInterval %v must be positive", o.RegisterInterval)
+	case o.MaxFrameSize <= 0:
+		return bad("MaxFrameSize %d must be positive", o.MaxFrameSize)
+	case o.Workers.Send <= 0 || o.Workers.Pull <= 0 || o.Workers.Query <= 0 || o.Workers.Admin <= 0 || o.Workers.Transaction <= 0:
+		return bad("every worker pool needs at least one worker: %+v", o.Workers)
+	case o.DefaultTopicQueueNums <= 0:
+		return bad("DefaultTopicQueueNums %d must be positive", o.DefaultTopicQueueNums)
+	case o.MaxReconsumeTimes < 0:
+		return bad("MaxReconsumeTimes %d is negative", o.MaxReconsumeTimes)
+	case len(o.DelayLevels) == 0:
+		return bad("DelayLevels is empty")
+	case o.TransactionCheckMax <= 0:
+		return bad("TransactionCheckMax %d must be positive", o.TransactionCheckMax)
+	}
+	if _, err := netip.ParseAddrPort(o.AdvertisedAddr); err != nil {
+		return bad("AdvertisedAddr %q must be ip:port: %v", o.AdvertisedAddr, err)
+	}
+	if err := o.Store.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// defaultDelayLevels parses delaylevel.Default, which is known to parse.
+func defaultDelayLevels() []time.Duration {
+	levels, err := delaylevel.Parse(delaylevel.Default)
+	if err != nil {
+		panic("broker: the default delay levels do not parse: " + err.Error())
+	}
+	return levels
+}

@@ -1,0 +1,74 @@
+// Package launch maps Ferry's configuration (package conf) onto the servers' typed
+// Options, so that the broker and name server know nothing of configuration files and
+// the command-line programs and test harnesses build servers the same way.
+package launch
+
+import (
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/broker"
+	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/nameserver"
+	"github.com/ferrymq/ferry/store"
+)
+
+// BrokerOptions maps a validated broker configuration onto broker.Options, with the
+// store on fsys and logs to log.
+func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (broker.Options, error) {
+	if err := cfg.Validate(); err != nil {
+		return broker.Options{}, err
+	}
+	o := broker.DefaultOptions()
+	o.BrokerName, o.ClusterName, o.BrokerID = cfg.BrokerName, cfg.ClusterName, int64(cfg.BrokerID)
+	o.AdvertisedAddr, o.HAAddr = cfg.EffectiveAdvertisedAddr(), cfg.EffectiveHAListen()
+	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
+	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
+	w := cfg.Workers
+	o.Workers = broker.Workers{Send: w.Send, Pull: w.Pull, Query: w.Query, Admin: w.Admin, Transaction: w.Transaction}
+	o.AutoCreateTopic, o.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums
+	o.MaxReconsumeTimes = cfg.MaxReconsumeTimes
+	o.LongPollingEnable, o.ShortPollingTimeout = cfg.LongPollingEnable, cfg.ShortPollingTimeout
+	o.TransactionTimeout, o.TransactionCheckInterval = cfg.TransactionTimeout, cfg.TransactionCheckInterval
+	o.TransactionCheckMax = cfg.TransactionCheckMax
+	levels, err := cfg.DelayLevelDurations()
+	if err != nil {
+		return o, fmt.Errorf("launch: %w", err)
+	}
+	o.DelayLevels = levels
+	o.Logger = log
+
+	so := store.DefaultOptions()
+	so.Dir, so.FS, so.Logger = cfg.DataDir, fsys, log
+	so.SegmentSize = cfg.CommitLogSegmentSize
+	so.FlushMode = store.FlushAsync
+	if cfg.FlushDiskType == conf.SyncFlush {
+		so.FlushMode = store.FlushSync
+	}
+	so.FlushInterval, so.FlushLeastPages = cfg.FlushInterval, cfg.FlushLeastPages
+	so.FlushThoroughInterval, so.SyncFlushTimeout = cfg.FlushThoroughInterval, cfg.SyncFlushTimeout
+	so.UnitsPerFile = cfg.ConsumeQueueUnitsPerFile
+	so.MaxMessageSize = int(cfg.MaxMessageSize)
+	so.FileReservedTime = cfg.FileReservedTime
+	hours, err := conf.ParseDeleteWhen(cfg.DeleteWhen)
+	if err != nil {
+		return o, fmt.Errorf("launch: %w", err)
+	}
+	so.DeleteWhen = hours
+	so.DiskMaxUsedRatio = float64(cfg.DiskMaxUsedRatio) / 100
+	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
+	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
+	o.Store = so
+	return o, o.Validate()
+}
+
+// NameServerOptions maps a name-server configuration onto nameserver.Options.
+func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) nameserver.Options {
+	o := nameserver.DefaultOptions()
+	o.Listen, o.BrokerExpiry, o.ScanInterval = cfg.Listen, cfg.BrokerExpiry, cfg.ScanInterval
+	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
+	o.Logger = log
+	return o
+}

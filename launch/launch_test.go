@@ -1,0 +1,79 @@
+package launch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/store"
+)
+
+// Every broker setting the configuration accepts must reach the broker's options: a
+// setting that is accepted but does nothing is a bug.
+func TestBrokerOptionsCarryEverySetting(t *testing.T) {
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.BrokerName, cfg.ClusterName = "b1", "c1"
+	cfg.AdvertisedAddr = "127.0.0.1:20911"
+	cfg.NamesrvAddrs = []string{"127.0.0.1:1", "127.0.0.1:2"}
+	cfg.RegisterInterval = 7 * time.Second
+	cfg.MaxFrameSize, cfg.IdleTimeout = 2<<20, 9*time.Second
+	cfg.Workers = conf.WorkerPools{Send: 3, Pull: 4, Query: 5, Admin: 6, Transaction: 7}
+	cfg.FlushDiskType = conf.SyncFlush
+	cfg.FlushInterval, cfg.FlushLeastPages = 11*time.Millisecond, 2
+	cfg.SyncFlushTimeout = 3 * time.Second
+	cfg.CommitLogSegmentSize = 32 << 20
+	cfg.ConsumeQueueUnitsPerFile = 1000
+	cfg.MaxMessageSize = 1 << 20
+	cfg.FileReservedTime = 5 * time.Hour
+	cfg.DeleteWhen = "03"
+	cfg.DiskMaxUsedRatio, cfg.DiskForceCleanRatio, cfg.DiskFullRatio = 70, 80, 90
+	cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums = false, 3
+	cfg.LongPollingEnable, cfg.ShortPollingTimeout = false, 2*time.Second
+	cfg.DelayLevels = "1s 2s"
+	cfg.MaxReconsumeTimes = 4
+	cfg.TransactionTimeout, cfg.TransactionCheckInterval, cfg.TransactionCheckMax = 8*time.Second, 9*time.Second, 3
+
+	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, "b1", o.BrokerName)
+	require.Equal(t, "c1", o.ClusterName)
+	require.Equal(t, "127.0.0.1:20911", o.AdvertisedAddr)
+	require.Equal(t, cfg.NamesrvAddrs, o.NamesrvAddrs)
+	require.Equal(t, 7*time.Second, o.RegisterInterval)
+	require.Equal(t, 2<<20, o.MaxFrameSize)
+	require.Equal(t, 9*time.Second, o.IdleTimeout)
+	require.Equal(t, 3, o.Workers.Send)
+	require.Equal(t, 7, o.Workers.Transaction)
+	require.Equal(t, store.FlushSync, o.Store.FlushMode)
+	require.Equal(t, 11*time.Millisecond, o.Store.FlushInterval)
+	require.Equal(t, 2, o.Store.FlushLeastPages)
+	require.Equal(t, 3*time.Second, o.Store.SyncFlushTimeout)
+	require.Equal(t, int64(32<<20), o.Store.SegmentSize)
+	require.Equal(t, 1000, o.Store.UnitsPerFile)
+	require.Equal(t, 1<<20, o.Store.MaxMessageSize)
+	require.Equal(t, 5*time.Hour, o.Store.FileReservedTime)
+	require.Equal(t, cfg.DataDir, o.Store.Dir)
+	require.InDelta(t, 0.9, o.Store.DiskFullRatio, 1e-9)
+	require.False(t, o.AutoCreateTopic)
+	require.Equal(t, 3, o.DefaultTopicQueueNums)
+	require.False(t, o.LongPollingEnable)
+	require.Equal(t, 2*time.Second, o.ShortPollingTimeout)
+	require.Equal(t, []time.Duration{time.Second, 2 * time.Second}, o.DelayLevels)
+	require.Equal(t, 4, o.MaxReconsumeTimes)
+	require.Equal(t, 8*time.Second, o.TransactionTimeout)
+	require.Equal(t, 9*time.Second, o.TransactionCheckInterval)
+	require.Equal(t, 3, o.TransactionCheckMax)
+}
+
+func TestBrokerOptionsRefuseInvalidConfig(t *testing.T) {
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.MaxReconsumeTimes = -1
+	_, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.ErrorContains(t, err, "broker.maxReconsumeTimes")
+}
