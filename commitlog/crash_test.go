@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,13 @@ func crashRun(t *testing.T, o Options, rng *rand.Rand, target int64, keep float6
 		stop    atomic.Bool
 		wg      sync.WaitGroup
 		failure atomic.Pointer[error]
+		reached = make(chan struct{}) // closed once target appends are acknowledged, or one failed
+		once    sync.Once
 	)
+	signal := func() { once.Do(func() { close(reached) }) }
+	if target <= 0 {
+		signal()
+	}
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -53,19 +60,26 @@ func crashRun(t *testing.T, o Options, rng *rand.Rand, target int64, keep float6
 				res, err := l.Append(rec, o.FlushMode == FlushSync)
 				if err != nil {
 					failure.Store(&err)
+					signal()
 					return
 				}
 				if o.FlushMode == FlushAsync || res.Durable {
 					ackMu.Lock()
 					acks = append(acks, ack{res.PhysicalOffset, int64(res.Bytes), seed})
 					ackMu.Unlock()
-					nacks.Add(1)
+					if nacks.Add(1) >= target {
+						signal()
+					}
 				}
 			}
 		}()
 	}
-	for nacks.Load() < target && failure.Load() == nil {
-		time.Sleep(20 * time.Microsecond)
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		stop.Store(true)
+		wg.Wait()
+		t.Fatalf("only %d of %d appends acknowledged", nacks.Load(), target)
 	}
 	if keep > 0 { // Crash reads the live bytes: freeze the writers (the flusher only Syncs)
 		l.mu.Lock()
@@ -187,46 +201,14 @@ func TestNoSpace(t *testing.T) {
 	require.Len(t, readAll(t, l2), len(recs))
 }
 
-// faultFS wraps a MemFS so a test can make Sync block or fail, and WriteAt fail.
-type faultFS struct {
-	*mmap.MemFS
-	gate      atomic.Pointer[chan struct{}]
-	fail      atomic.Bool
-	failWrite atomic.Bool
-}
-
-func (f *faultFS) OpenMapped(path string, size int64, create bool) (mmap.Mapped, error) {
-	m, err := f.MemFS.OpenMapped(path, size, create)
-	if err != nil {
-		return nil, err
-	}
-	return &faultMapped{Mapped: m, fs: f}, nil
-}
-
-type faultMapped struct {
-	mmap.Mapped
-	fs *faultFS
-}
-
-func (m *faultMapped) WriteAt(p []byte, off int64) error {
-	if m.fs.failWrite.Load() {
-		return fmt.Errorf("injected: %w", syscall.EIO)
-	}
-	return m.Mapped.WriteAt(p, off)
-}
-
-func (m *faultMapped) Sync(off, n int64) error {
-	if g := m.fs.gate.Load(); g != nil {
-		<-*g
-	}
-	if m.fs.fail.Load() {
-		return fmt.Errorf("injected: %w", syscall.EIO)
-	}
-	return m.Mapped.Sync(off, n)
+// failOn makes every call of ops on fs fail with EIO until the returned function is
+// called.
+func failOn(fs *mmap.ErrorFS, ops mmap.Op) (stop func()) {
+	return fs.Inject(mmap.Rule{Ops: ops, Err: syscall.EIO})
 }
 
 func TestSyncFlushTimeoutAndFailure(t *testing.T) {
-	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	fs := mmap.NewErrorFS(mmap.NewMemFS())
 	o := testOptions(fs, "/log")
 	o.FlushMode = FlushSync
 	o.SyncFlushTimeout = 200 * time.Millisecond
@@ -239,8 +221,7 @@ func TestSyncFlushTimeoutAndFailure(t *testing.T) {
 	require.Equal(t, res.NextOffset(), l.FlushedOffset())
 	require.NoError(t, l.FlushError())
 
-	gate := make(chan struct{})
-	fs.gate.Store(&gate)
+	openGate := closeGate(t, fs)
 	res, err = l.Append([]message.Record{newRecord("T", 0, 10, 2)}, true)
 	require.NoError(t, err)
 	require.Equal(t, FlushDiskTimeout, res.Status)
@@ -252,18 +233,17 @@ func TestSyncFlushTimeoutAndFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, PutOK, res.Status, "wait=false does not wait")
 	require.False(t, res.Durable)
-	fs.gate.Store(nil)
-	close(gate)
+	openGate()
 	require.Eventually(t, func() bool { return l.FlushedOffset() == l.MaxOffset() }, 2*time.Second, time.Millisecond)
 
-	fs.fail.Store(true)
+	stopFailing := failOn(fs, mmap.OpSync)
 	res, err = l.Append([]message.Record{newRecord("T", 0, 10, 4)}, true)
 	require.ErrorIs(t, err, ErrFlushFailed)
 	require.ErrorIs(t, err, syscall.EIO)
 	require.Equal(t, FlushDiskFailed, res.Status)
 	require.False(t, res.Durable)
 	require.Equal(t, int64(3), res.QueueOffset, "the result is filled: the record was written")
-	fs.fail.Store(false)
+	stopFailing()
 	_, err = l.Append([]message.Record{newRecord("T", 0, 10, 5)}, true)
 	require.ErrorIs(t, err, ErrFlushFailed, "sticky")
 	require.ErrorIs(t, l.Flush(), ErrFlushFailed)
@@ -271,7 +251,13 @@ func TestSyncFlushTimeoutAndFailure(t *testing.T) {
 	require.ErrorIs(t, l.Close(), ErrFlushFailed)
 }
 
+// The flusher runs on synctest's fake clock, so "nothing is flushed" is checked after the
+// flush ticks in the sleep did run (synctest.Wait), not after a real sleep.
 func TestAsyncFlusher(t *testing.T) {
+	synctest.Test(t, testAsyncFlusher)
+}
+
+func testAsyncFlusher(t *testing.T) {
 	o := testOptions(mmap.NewMemFS(), "/log")
 	o.FlushInterval = 2 * time.Millisecond
 	o.FlushThoroughInterval = time.Hour
@@ -280,8 +266,9 @@ func TestAsyncFlusher(t *testing.T) {
 	res, err := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, true)
 	require.NoError(t, err)
 	require.Equal(t, PutOK, res.Status)
-	// Fewer than 4 dirty pages and no thorough flush due: nothing is flushed.
+	// Fewer than 4 dirty pages and no thorough flush due: fifteen ticks flush nothing.
 	time.Sleep(30 * time.Millisecond)
+	synctest.Wait()
 	require.Zero(t, l.FlushedOffset())
 	// Many pages: the next periodic flush.
 	for i := range 20 {

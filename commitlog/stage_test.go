@@ -15,13 +15,16 @@ import (
 
 // closeGate makes Sync block until the returned function opens the gate again; cleanup
 // opens it too, so a failing test never leaves the flusher (and Close) blocked.
-func closeGate(t *testing.T, fs *faultFS) (open func()) {
+func closeGate(t *testing.T, fs *mmap.ErrorFS) (open func()) {
 	gate := make(chan struct{})
-	fs.gate.Store(&gate)
+	remove := fs.Inject(mmap.Rule{Ops: mmap.OpSync, Hook: func(mmap.Op, string) error {
+		<-gate
+		return nil
+	}})
 	var once sync.Once
 	open = func() {
 		once.Do(func() {
-			fs.gate.Store(nil)
+			remove()
 			close(gate)
 		})
 	}
@@ -39,7 +42,7 @@ func stagedPos(l *Log) int64 {
 // A FlushSync record that waits is invisible until the flusher writes the stage out, and
 // then becomes readable and durable together with the records staged after it.
 func TestSyncStageInvisibleUntilDrained(t *testing.T) {
-	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	fs := mmap.NewErrorFS(mmap.NewMemFS())
 	o := testOptions(fs, "/log")
 	o.FlushMode = FlushSync
 	l := openLog(t, o)
@@ -79,7 +82,7 @@ func TestSyncStageInvisibleUntilDrained(t *testing.T) {
 // A FlushSync append that does not wait is readable when Append returns, and so is a
 // batch too large for the stage, written after what was staged before it.
 func TestSyncStageNoWaitAndLargeBatch(t *testing.T) {
-	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	fs := mmap.NewErrorFS(mmap.NewMemFS())
 	o := testOptions(fs, "/log")
 	o.FlushMode = FlushSync
 	o.SegmentSize = 4 << 20
@@ -127,14 +130,14 @@ func TestSyncStageNoWaitAndLargeBatch(t *testing.T) {
 // A failed write-out of the stage is sticky like a failed Sync: the waiting appender gets
 // ErrFlushFailed with its result, later appends are refused, nothing readable changes.
 func TestSyncStageWriteFailure(t *testing.T) {
-	fs := &faultFS{MemFS: mmap.NewMemFS()}
+	fs := mmap.NewErrorFS(mmap.NewMemFS())
 	o := testOptions(fs, "/log")
 	o.FlushMode = FlushSync
 	l := openLog(t, o)
 	ok, err := l.Append([]message.Record{newRecord("T", 0, 100, 1)}, true)
 	require.NoError(t, err)
 
-	fs.failWrite.Store(true)
+	stopFailing := failOn(fs, mmap.OpWriteAt)
 	res, err := l.Append([]message.Record{newRecord("T", 0, 100, 2)}, true)
 	require.ErrorIs(t, err, ErrFlushFailed)
 	require.ErrorIs(t, err, syscall.EIO)
@@ -142,7 +145,7 @@ func TestSyncStageWriteFailure(t *testing.T) {
 	require.Equal(t, int64(1), res.QueueOffset, "the result is filled: the record was appended")
 	require.Equal(t, ok.NextOffset(), l.MaxOffset(), "never written out, never readable")
 
-	fs.failWrite.Store(false)
+	stopFailing()
 	for _, wait := range []bool{true, false} {
 		_, err = l.Append([]message.Record{newRecord("T", 0, 100, 3)}, wait)
 		require.ErrorIs(t, err, ErrFlushFailed, fmt.Sprintf("sticky (wait=%t)", wait))

@@ -121,7 +121,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 					if _, err := q.DeleteBefore(q.MaxOffset() * 1000 / 2); err != nil {
 						t.Error(err)
 					}
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // paces the flusher between appends; asserts nothing
 				}
 			})
 			for i := range int64(total) {

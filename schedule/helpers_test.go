@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,6 +18,7 @@ import (
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -29,6 +31,13 @@ type fakeClock struct{ offset atomic.Int64 }
 
 func (c *fakeClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *fakeClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// settle lets d of fake time pass in a synctest bubble and waits until every goroutine of
+// the bubble is blocked again: whatever the timers due in d set off has finished.
+func settle(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
 
 // harness is a real store on a MemFS plus a schedule service, wired like the broker does.
 type harness struct {
@@ -241,6 +250,25 @@ func (h *harness) readReal() []stored {
 		out = append(out, readQueue(h.t, h.st, q.topic, q.qid)...)
 	}
 	return out
+}
+
+// waitCaughtUp waits until the service has consumed everything parked: every level's
+// cursor and the timer watermark at the end of their queues, no timer message pending. A
+// delivery (a duplicate too) is put to its real queue before the cursor or watermark moves
+// past its source, so once this holds no further delivery can come: counting duplicates
+// after it needs no grace period.
+func (h *harness) waitCaughtUp(timeout time.Duration) {
+	h.t.Helper()
+	var st Stats
+	require.Eventually(h.t, func() bool {
+		st = h.svc.Stats()
+		for i, off := range st.LevelOffsets {
+			if off != h.st.MaxOffset(protocol.ScheduleTopic, int32(i)) {
+				return false
+			}
+		}
+		return st.TimerPending == 0 && st.TimerWatermark == h.st.MaxOffset(protocol.TimerTopic, 0)
+	}, timeout, 10*time.Millisecond, "the service did not catch up: %+v", st)
 }
 
 // checkDelivery verifies that every message arrived at its real queue at least once,

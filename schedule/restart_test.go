@@ -82,7 +82,7 @@ func TestRestart(t *testing.T) {
 
 			h.startService(withFlush)
 			h.waitAll(msgs, 20*time.Second)
-			time.Sleep(300 * time.Millisecond) // let any further duplicate show up
+			h.waitCaughtUp(10 * time.Second) // after it, no further duplicate can show up
 			dups, late := checkDelivery(t, msgs, h.readReal())
 			t.Logf("%s restart: %d delivered before, %d of them in the store, %d covered by progress; "+
 				"%d duplicates; lateness p99 %v", name, deliveredBefore, durable, covered, dups, percentile(late, 99))

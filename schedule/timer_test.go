@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,14 @@ import (
 	"github.com/ferrymq/ferry/message"
 )
 
+// The test runs in a synctest bubble: the store, the service and the clock are on fake
+// time, so "nothing is delivered for a while" is checked after every timer that could have
+// delivered it fired and the loops went back to sleep (settle), not after a real sleep.
 func TestTimerSevenDaysAhead(t *testing.T) {
+	synctest.Test(t, testTimerSevenDaysAhead)
+}
+
+func testTimerSevenDaysAhead(t *testing.T) {
 	clock := &fakeClock{}
 	h := newHarness(t, "1s")
 	h.openStore()
@@ -46,7 +54,7 @@ func TestTimerSevenDaysAhead(t *testing.T) {
 
 	// Pending, not delivered, and persisted.
 	require.Eventually(t, func() bool { return h.svc.Stats().TimerPending == 2 }, 2*time.Second, 5*time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
+	settle(200 * time.Millisecond)
 	require.Zero(t, h.realCount())
 	require.Eventually(t, func() bool {
 		data, err := h.fs.ReadFile(filepath.Join(h.dir, configDir, timerProgressFile))
@@ -67,12 +75,12 @@ func TestTimerSevenDaysAhead(t *testing.T) {
 	// Six days later nothing is due; a week minus half a second later the first is.
 	clock.Advance(6 * 24 * time.Hour)
 	h.svc.Wake()
-	time.Sleep(100 * time.Millisecond)
+	settle(100 * time.Millisecond)
 	require.Zero(t, h.realCount())
 	clock.Advance(24*time.Hour - 500*time.Millisecond)
 	h.svc.Wake()
 	h.waitReal(1, 2*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	settle(100 * time.Millisecond)
 	require.Equal(t, int64(1), h.realCount())
 	got := h.readReal()
 	require.Equal(t, "week-minus-1s", got[0].props[message.PropertyUniqKey])

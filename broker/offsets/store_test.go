@@ -1,14 +1,12 @@
 package offsets
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -22,24 +20,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const offsetsPath = "/store/config/consumerOffset.json"
 
-// countingFS counts writes of the main offsets file and can fail writes.
-type countingFS struct {
-	mmap.FS
-	writes  atomic.Int32
-	failBak atomic.Bool
-	failAll atomic.Bool
-}
-
-var errInjected = errors.New("injected write failure")
-
-func (c *countingFS) WriteFileAtomic(path string, data []byte) error {
-	if c.failAll.Load() || (c.failBak.Load() && strings.HasSuffix(path, metafile.BakSuffix)) {
-		return errInjected
-	}
-	if !strings.HasSuffix(path, metafile.BakSuffix) {
-		c.writes.Add(1)
-	}
-	return c.FS.WriteFileAtomic(path, data)
+// mainWrites counts the replacements of the main offsets file made through fsys.
+func mainWrites(fsys *mmap.ErrorFS) int {
+	return fsys.Calls(mmap.OpWriteFileAtomic, mmap.PathIs(offsetsPath))
 }
 
 func testOptions(fsys mmap.FS, dir string) Options {
@@ -88,18 +71,6 @@ func openGolden(t *testing.T, name string) (*Store, *mmap.MemFS, []byte) {
 	golden := readTestdata(t, name)
 	fsys := memFiles(t, golden, nil)
 	return openStore(t, testOptions(fsys, "/store")), fsys, golden
-}
-
-// eventually polls cond every few milliseconds until it holds or 5 s pass.
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met: " + msg)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -302,74 +273,114 @@ func TestBackupFallback(t *testing.T) {
 	}
 }
 
+// The flusher runs on synctest's fake clock: each sleep lets exactly the ticks in it
+// happen, and synctest.Wait lets the flusher finish what they started, so "nothing was
+// written" is checked after the flushes that could have written did run.
 func TestPeriodicFlushOnlyWhenDirty(t *testing.T) {
-	cfs := &countingFS{FS: mmap.NewMemFS()}
-	o := testOptions(cfs, "/store")
-	o.FlushInterval = 5 * time.Millisecond
-	s := openStore(t, o)
+	synctest.Test(t, func(t *testing.T) {
+		efs := mmap.NewErrorFS(mmap.NewMemFS())
+		o := testOptions(efs, "/store")
+		o.FlushInterval = 5 * time.Millisecond
+		s := openStore(t, o)
+		settle := func(d time.Duration) {
+			time.Sleep(d)
+			synctest.Wait()
+		}
 
-	time.Sleep(30 * time.Millisecond)
-	require.Zero(t, cfs.writes.Load(), "nothing committed, nothing written")
+		settle(6 * o.FlushInterval)
+		require.Zero(t, mainWrites(efs), "nothing committed, nothing written")
 
-	s.Commit("g", "t", 0, 1)
-	eventually(t, func() bool { return cfs.writes.Load() == 1 }, "first periodic write")
-	time.Sleep(30 * time.Millisecond)
-	require.Equal(t, int32(1), cfs.writes.Load(), "clean store is not rewritten")
+		s.Commit("g", "t", 0, 1)
+		settle(o.FlushInterval)
+		require.Equal(t, 1, mainWrites(efs), "the next tick writes")
+		settle(6 * o.FlushInterval)
+		require.Equal(t, 1, mainWrites(efs), "clean store is not rewritten")
 
-	s.Commit("g", "t", 0, 1) // same offset: not a change
-	time.Sleep(30 * time.Millisecond)
-	require.Equal(t, int32(1), cfs.writes.Load())
+		s.Commit("g", "t", 0, 1) // same offset: not a change
+		settle(6 * o.FlushInterval)
+		require.Equal(t, 1, mainWrites(efs))
 
-	s.Commit("g", "t", 0, 2)
-	eventually(t, func() bool { return cfs.writes.Load() == 2 }, "second periodic write")
-	data, err := cfs.ReadFile(offsetsPath)
-	require.NoError(t, err)
-	require.Contains(t, string(data), `"0":2`)
+		s.Commit("g", "t", 0, 2)
+		settle(o.FlushInterval)
+		require.Equal(t, 2, mainWrites(efs), "second periodic write")
+		data, err := efs.ReadFile(offsetsPath)
+		require.NoError(t, err)
+		require.Contains(t, string(data), `"0":2`)
 
-	require.NoError(t, s.Close())
-	require.Equal(t, int32(2), cfs.writes.Load(), "Close does not rewrite a clean store")
+		require.NoError(t, s.Close())
+		require.Equal(t, 2, mainWrites(efs), "Close does not rewrite a clean store")
+	})
 }
 
 func TestCloseFlushes(t *testing.T) {
-	cfs := &countingFS{FS: mmap.NewMemFS()}
-	s, err := Open(testOptions(cfs, "/store"))
+	mem := mmap.NewMemFS()
+	efs := mmap.NewErrorFS(mem)
+	s, err := Open(testOptions(efs, "/store"))
 	require.NoError(t, err)
 	s.Commit("g", "t", 0, 42)
 	require.NoError(t, s.Close())
-	require.Equal(t, int32(1), cfs.writes.Load())
+	require.Equal(t, 1, mainWrites(efs))
 
-	s2 := openStore(t, testOptions(cfs.FS, "/store"))
+	s2 := openStore(t, testOptions(mem.Crash(nil, 0), "/store"))
 	off, ok := s2.Query("g", "t", 0)
 	require.True(t, ok)
-	require.Equal(t, int64(42), off)
+	require.Equal(t, int64(42), off, "durable when Close returned")
 }
 
 func TestFlushReturnsEveryWriteError(t *testing.T) {
-	cfs := &countingFS{FS: mmap.NewMemFS()}
-	s := openStore(t, testOptions(cfs, "/store"))
+	mem := mmap.NewMemFS()
+	efs := mmap.NewErrorFS(mem)
+	s := openStore(t, testOptions(efs, "/store"))
 	s.Commit("g", "t", 0, 1)
 	require.NoError(t, s.Flush())
 
 	s.Commit("g", "t", 0, 2)
-	cfs.failBak.Store(true)
+	stop := efs.Inject(mmap.Rule{Ops: mmap.OpWriteFileAtomic, Path: mmap.PathSuffix(metafile.BakSuffix)})
 	err := s.Flush()
-	require.ErrorIs(t, err, errInjected, "a failed backup copy is reported")
+	require.ErrorIs(t, err, mmap.ErrInjected, "a failed backup copy is reported")
 	require.NoError(t, s.Flush(), "but the offsets were written, so nothing is pending")
+	stop()
 
 	s.Commit("g", "t", 0, 3)
-	cfs.failAll.Store(true)
+	stop = efs.Inject(mmap.Rule{Ops: mmap.OpWriteFileAtomic})
 	err = s.Flush()
-	require.ErrorIs(t, err, errInjected)
+	require.ErrorIs(t, err, mmap.ErrInjected)
 	require.Contains(t, err.Error(), "backup")
 	require.Contains(t, err.Error(), "offsets: write:")
 	require.Error(t, s.Flush(), "still dirty after a failed write")
 
-	cfs.failAll.Store(false)
-	cfs.failBak.Store(false)
+	stop()
 	require.NoError(t, s.Flush())
-	s2 := openStore(t, testOptions(cfs.FS, "/store"))
+	s2 := openStore(t, testOptions(mem, "/store"))
 	off, _ := s2.Query("g", "t", 0)
 	require.Equal(t, int64(3), off)
+}
+
+// A flush that fails at any step of replacing the offsets file leaves the last flushed
+// offsets readable after a crash, and a later flush succeeds.
+func TestFlushFailsAtEveryReplaceStep(t *testing.T) {
+	for _, step := range []mmap.Op{mmap.OpCreate, mmap.OpFileWrite, mmap.OpFileSync, mmap.OpRename, mmap.OpSyncDir} {
+		t.Run(step.String(), func(t *testing.T) {
+			mem := mmap.NewMemFS()
+			efs := mmap.NewErrorFS(mem)
+			s := openStore(t, testOptions(efs, "/store"))
+			s.Commit("g", "t", 0, 1)
+			require.NoError(t, s.Flush())
+
+			s.Commit("g", "t", 0, 2)
+			stop := efs.Inject(mmap.Rule{Ops: step, Path: mmap.PathContains("/store/config")})
+			require.ErrorIs(t, s.Flush(), mmap.ErrInjected)
+			s2 := openStore(t, testOptions(mem.Crash(nil, 0), "/store"))
+			off, _ := s2.Query("g", "t", 0)
+			require.Equal(t, int64(1), off, "the last flushed offset")
+
+			stop()
+			require.NoError(t, s.Flush(), "still dirty: written now")
+			s3 := openStore(t, testOptions(mem.Crash(nil, 0), "/store"))
+			off, _ = s3.Query("g", "t", 0)
+			require.Equal(t, int64(2), off)
+		})
+	}
 }
 
 func TestCrashAfterFlushKeepsOffsets(t *testing.T) {

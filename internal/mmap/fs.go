@@ -13,11 +13,23 @@
 //     might have done before the crash. It can also pretend the disk is full.
 //
 // Durability rules (both implementations): bytes written into a Mapped (directly, by
-// WriteAt or through a Window) are durable after Sync covers them; a newly created file's existence is durable after SyncDir on its
-// directory; WriteFileAtomic is durable when it returns; Remove is immediate.
+// WriteAt or through a Window) are durable after Sync covers them; bytes written into a File
+// are durable after its Sync; a file's creation, removal and rename are durable after SyncDir
+// on its directory (on both directories for a rename across them); directories made by
+// MkdirAll are durable when it returns; WriteFileAtomic is durable when it returns. MemFS
+// enforces exactly these rules, so a test that forgets a SyncDir loses the entry in Crash.
+//
+// ErrorFS wraps any FS to fail or intercept chosen operations (by Op, by path, after N
+// calls, N times) and counts the calls it sees, for fault-injection tests.
 package mmap
 
-import "syscall"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+)
 
 // ErrNoSpace is returned (wrapped) when a file cannot be created or grown because the disk
 // is full. Missing files are reported with errors matching fs.ErrNotExist.
@@ -66,25 +78,46 @@ type Window interface {
 	Close() error
 }
 
+// File is a small file being written from the start, as made by FS.Create.
+type File interface {
+	// Write appends p to the file; the bytes are durable after Sync.
+	Write(p []byte) (n int, err error)
+	// Sync makes everything written so far durable.
+	Sync() error
+	// Close releases the file without syncing it.
+	Close() error
+}
+
 // FS is what the store needs from a file system.
 type FS interface {
 	// OpenMapped maps the file at path, creating it with the given size (blocks reserved)
-	// if it does not exist. An existing file must have exactly that size.
+	// if it does not exist. An existing file must have exactly that size. A new file's
+	// existence is durable after SyncDir on its directory.
 	OpenMapped(path string, size int64, create bool) (Mapped, error)
 	// ReadDir lists the names in a directory, sorted; a missing directory is empty.
 	ReadDir(path string) ([]string, error)
-	// MkdirAll creates a directory and its parents.
+	// MkdirAll creates a directory and its parents; they are durable when it returns.
 	MkdirAll(path string) error
-	// SyncDir makes the directory's entries (created and renamed files) durable.
+	// SyncDir makes the directory's entries durable: files created in it, removed from it
+	// and renamed into or out of it.
 	SyncDir(path string) error
-	// Remove deletes a file or an empty directory.
+	// Remove deletes a file or an empty directory; the removal is durable after SyncDir on
+	// its directory.
 	Remove(path string) error
-	// RemoveAll deletes a directory tree.
+	// RemoveAll deletes a directory tree; the removal is durable after SyncDir on the
+	// directory that held it.
 	RemoveAll(path string) error
 	// ReadFile returns a whole small file.
 	ReadFile(path string) ([]byte, error)
+	// Create creates (or truncates) a small file for writing. Its existence is durable
+	// after SyncDir on its directory, its bytes after File.Sync.
+	Create(path string) (File, error)
+	// Rename moves a file over newpath, replacing what was there. Both directory entries
+	// change durably after SyncDir on their directories.
+	Rename(oldpath, newpath string) error
 	// WriteFileAtomic replaces a small file durably: temp file, fsync, rename, directory
-	// fsync.
+	// fsync (see WriteFileAtomic, the function, for the exact steps). Concurrent calls
+	// for the same path must be serialised by the caller: they share the temp file.
 	WriteFileAtomic(path string, data []byte) error
 	// Exists reports whether path exists.
 	Exists(path string) (bool, error)
@@ -92,4 +125,46 @@ type FS interface {
 	Size(path string) (int64, error)
 	// DiskUsage reports the total and free bytes of the file system holding path.
 	DiskUsage(path string) (total, free uint64, err error)
+}
+
+// TempSuffix is appended to a path to name the temporary file WriteFileAtomic writes
+// before renaming it over the path.
+const TempSuffix = ".tmp"
+
+// WriteFileAtomic is the one implementation of FS.WriteFileAtomic, written over the
+// primitive operations of fsys so that the sequence a test crashes step by step (MemFS
+// under ErrorFS) is the sequence the real file system runs:
+//
+//  1. Create path+TempSuffix (truncating a leftover) and Write data into it;
+//  2. Sync it, then Close it;
+//  3. Rename it over path;
+//  4. SyncDir the directory, which makes the rename durable.
+//
+// A crash before step 4 returns leaves the old file (or none), after it the new one; the
+// file at path is never a mix, because its new inode is complete and synced before it is
+// linked. A failure before the rename removes the temp file.
+func WriteFileAtomic(fsys FS, path string, data []byte) error {
+	tmp := path + TempSuffix
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("mmap: write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err != nil {
+		if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("mmap: write %s: %w", path, err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("mmap: write %s: %w", path, err)
+	}
+	return nil
 }

@@ -18,6 +18,11 @@ func fsUnderTest(t *testing.T, f func(t *testing.T, fsys FS, dir string)) {
 		require.NoError(t, m.MkdirAll("/data"))
 		f(t, m, "/data")
 	})
+	t.Run("error", func(t *testing.T) { // no rules: a transparent wrapper
+		m := NewMemFS()
+		require.NoError(t, m.MkdirAll("/data"))
+		f(t, NewErrorFS(m), "/data")
+	})
 }
 
 func TestMappedFileRoundTrip(t *testing.T) {
@@ -89,6 +94,35 @@ func TestMappedFileRoundTrip(t *testing.T) {
 		ok, err := fsys.Exists(meta + ".tmp")
 		require.NoError(t, err)
 		require.False(t, ok, "no temp file left behind")
+
+		// The primitives WriteFileAtomic is made of.
+		small := filepath.Join(dir, "small")
+		sf, err := fsys.Create(small)
+		require.NoError(t, err)
+		_, err = sf.Write([]byte("abc"))
+		require.NoError(t, err)
+		_, err = sf.Write([]byte("def"))
+		require.NoError(t, err)
+		require.NoError(t, sf.Sync())
+		require.NoError(t, sf.Close())
+		b, err = fsys.ReadFile(small)
+		require.NoError(t, err)
+		require.Equal(t, "abcdef", string(b))
+		require.NoError(t, fsys.Rename(small, meta))
+		b, err = fsys.ReadFile(meta)
+		require.NoError(t, err)
+		require.Equal(t, "abcdef", string(b), "renamed over the old file")
+		ok, err = fsys.Exists(small)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.ErrorIs(t, fsys.Rename(small, meta), fs.ErrNotExist)
+		sf, err = fsys.Create(meta)
+		require.NoError(t, err)
+		require.NoError(t, sf.Close())
+		size, err = fsys.Size(meta)
+		require.NoError(t, err)
+		require.Zero(t, size, "Create truncates")
+		require.NoError(t, fsys.SyncDir(dir))
 
 		require.NoError(t, fsys.Remove(p))
 		ok, err = fsys.Exists(p)

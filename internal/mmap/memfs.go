@@ -3,6 +3,7 @@ package mmap
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -15,26 +16,53 @@ const crashPage = 4096
 
 // MemFS is an in-memory FS that remembers what has been made durable, for crash tests.
 //
-// Writers change a file's current bytes; Sync copies a range into the file's durable image;
-// SyncDir makes the existence of the files in a directory durable; WriteFileAtomic is
-// durable at once. Crash returns a new MemFS holding what a power loss would leave. Crash
-// reads only durable state when keepUnsynced is 0, so it may run while other goroutines
-// write; with keepUnsynced > 0 it also reads current bytes, so writers must be stopped.
+// It models inodes and directory entries separately, the way a power loss treats them:
+//   - A file's bytes: writers change its current bytes; Mapped.Sync copies a range, and
+//     File.Sync the whole file, into its durable image.
+//   - A directory's entries: creating, removing and renaming a file change a directory's
+//     current entries at once (ReadDir, ReadFile and Exists see them), but its durable
+//     entries only on SyncDir of that directory, which copies the current entries. So a
+//     removal or rename not followed by SyncDir is undone by a crash, and a created file
+//     not followed by SyncDir is lost.
+//   - MkdirAll is the exception: the directories it creates are durable at once.
+//
+// WriteFileAtomic runs the shared sequence (the function WriteFileAtomic) over these
+// primitives, so wrapping a MemFS in an ErrorFS lets a test crash between any two of its
+// steps. Crash returns a new MemFS holding what a power loss would leave. Crash reads only
+// durable state when keepUnsynced is 0, so it may run while other goroutines write; with
+// keepUnsynced > 0 it also reads current bytes, so writers must be stopped.
 type MemFS struct {
 	mu struct {
 		sync.Mutex
-		files    map[string]*memFile
-		dirs     map[string]bool
-		capacity int64 // 0 = unlimited
-		used     int64
+		roots    map[string]*memNode // "/" and "." (relative paths)
+		capacity int64               // 0 = unlimited
+		used     int64               // bytes of the files reachable from the roots
 	}
 }
 
-// memFile is one file: its current bytes and its durable image.
-type memFile struct {
-	data    []byte
-	durable []byte // same length as data once anything was synced; nil = all zeros
-	exists  bool   // creation made durable
+// memNode is an inode: a file (data and its durable image) or a directory (current and
+// durable entries). A node may be reachable under several names of the durable tree
+// (a rename synced only in the target directory); Crash keeps it one node.
+type memNode struct {
+	dir bool
+	// Files.
+	data    []byte // current bytes
+	durable []byte // durable image; nil = durLen zero bytes
+	durLen  int    // length of the durable image
+	// Directories.
+	entries    map[string]*memNode // current entries
+	durEntries map[string]*memNode // entries as of the last SyncDir
+}
+
+func newDirNode() *memNode {
+	return &memNode{dir: true, entries: map[string]*memNode{}, durEntries: map[string]*memNode{}}
+}
+
+// durableBytes is the file's durable image, len(durLen).
+func (n *memNode) durableBytes() []byte {
+	b := make([]byte, n.durLen)
+	copy(b, n.durable)
+	return b
 }
 
 var _ FS = (*MemFS)(nil)
@@ -42,57 +70,121 @@ var _ FS = (*MemFS)(nil)
 // NewMemFS returns an empty in-memory file system with unlimited capacity.
 func NewMemFS() *MemFS {
 	m := &MemFS{}
-	m.mu.files = make(map[string]*memFile)
-	m.mu.dirs = map[string]bool{"/": true, ".": true}
+	m.mu.roots = map[string]*memNode{"/": newDirNode(), ".": newDirNode()}
 	return m
 }
 
-// SetCapacity limits the total bytes of all files (0 = unlimited). Creating a file beyond
-// it fails with an error matching ErrNoSpace; existing files are unaffected.
+// SetCapacity limits the total bytes of all files (0 = unlimited). Creating a file or
+// writing into a small one beyond it fails with an error matching ErrNoSpace; existing
+// files are unaffected.
 func (m *MemFS) SetCapacity(n int64) {
 	m.mu.Lock()
 	m.mu.capacity = n
 	m.mu.Unlock()
 }
 
-// Crash returns what a power loss would leave: durable bytes of files whose creation was
-// durable, plus each unsynced dirty page with probability keepUnsynced (rng may be nil
-// when keepUnsynced is 0).
+// Crash returns what a power loss would leave: the durable entries of every directory
+// reachable through durable entries from the root, files with their durable bytes plus
+// each unsynced dirty page (within the durable length) with probability keepUnsynced
+// (rng may be nil when keepUnsynced is 0).
 func (m *MemFS) Crash(rng *rand.Rand, keepUnsynced float64) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMemFS()
 	out.mu.capacity = m.mu.capacity
-	for d := range m.mu.dirs {
-		out.mu.dirs[d] = true
-	}
-	for p, f := range m.mu.files {
-		if !f.exists {
-			continue
+	clones := map[*memNode]*memNode{}
+	var clone func(n *memNode) *memNode
+	clone = func(n *memNode) *memNode {
+		if c, ok := clones[n]; ok {
+			return c
 		}
-		data := make([]byte, len(f.data))
-		if f.durable != nil {
-			copy(data, f.durable)
+		if n.dir {
+			c := newDirNode()
+			clones[n] = c
+			for name, child := range n.durEntries {
+				cc := clone(child)
+				c.entries[name], c.durEntries[name] = cc, cc
+			}
+			return c
 		}
+		data := n.durableBytes()
 		if keepUnsynced > 0 && rng != nil {
-			for off := 0; off < len(data); off += crashPage {
-				end := min(off+crashPage, len(data))
+			cur := n.data[:min(len(n.data), len(data))]
+			for off := 0; off < len(cur); off += crashPage {
+				end := min(off+crashPage, len(cur))
 				if rng.Float64() < keepUnsynced {
-					copy(data[off:end], f.data[off:end])
+					copy(data[off:end], cur[off:end])
 				}
 			}
 		}
-		out.mu.files[p] = &memFile{data: data, durable: slices.Clone(data), exists: true}
+		c := &memNode{data: data, durable: slices.Clone(data), durLen: len(data)}
+		clones[n] = c
 		out.mu.used += int64(len(data))
+		return c
+	}
+	for name, root := range m.mu.roots {
+		out.mu.roots[name] = clone(root)
 	}
 	return out
+}
+
+// split returns the root of a cleaned path and its components.
+func (m *MemFS) split(path string) (*memNode, []string) {
+	root, rest := ".", path
+	if filepath.IsAbs(path) {
+		root, rest = "/", strings.TrimPrefix(path, "/")
+	}
+	if rest == "" || rest == "." {
+		return m.mu.roots[root], nil
+	}
+	return m.mu.roots[root], strings.Split(rest, "/")
+}
+
+// lookupLocked returns the node at path in the current tree, or nil.
+func (m *MemFS) lookupLocked(path string) *memNode {
+	n, parts := m.split(filepath.Clean(path))
+	for _, p := range parts {
+		if !n.dir {
+			return nil
+		}
+		if n = n.entries[p]; n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// parentLocked returns the directory that holds (or would hold) path, and path's name in
+// it; the error matches fs.ErrNotExist when the directory does not exist.
+func (m *MemFS) parentLocked(op, path string) (*memNode, string, error) {
+	dir, name := filepath.Split(path)
+	if name == "" || name == "." || name == ".." || path == "/" {
+		return nil, "", fmt.Errorf("mmap: %s %s: not a file name", op, path)
+	}
+	d := m.lookupLocked(dir)
+	if d == nil || !d.dir {
+		return nil, "", fmt.Errorf("mmap: %s %s: directory: %w", op, path, fs.ErrNotExist)
+	}
+	return d, name, nil
+}
+
+// fileBytes is the current size of every file in the tree under n.
+func fileBytes(n *memNode) int64 {
+	if !n.dir {
+		return int64(len(n.data))
+	}
+	var sum int64
+	for _, c := range n.entries {
+		sum += fileBytes(c)
+	}
+	return sum
 }
 
 // memMapped is a handle on a MemFS file.
 type memMapped struct {
 	fs   *MemFS
 	path string
-	f    *memFile
+	n    *memNode
 	data []byte
 }
 
@@ -104,24 +196,29 @@ func (m *MemFS) OpenMapped(path string, size int64, create bool) (Mapped, error)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, ok := m.mu.files[path]
+	n := m.lookupLocked(path)
 	switch {
-	case !ok && !create:
+	case n != nil && n.dir:
+		return nil, fmt.Errorf("mmap: open %s: is a directory", path)
+	case n == nil && !create:
 		return nil, fmt.Errorf("mmap: open %s: %w", path, fs.ErrNotExist)
-	case !ok:
-		if !m.mu.dirs[filepath.Dir(path)] {
-			return nil, fmt.Errorf("mmap: create %s: directory: %w", path, fs.ErrNotExist)
+	case n == nil:
+		d, name, err := m.parentLocked("create", path)
+		if err != nil {
+			return nil, err
 		}
 		if m.mu.capacity > 0 && m.mu.used+size > m.mu.capacity {
 			return nil, fmt.Errorf("mmap: reserve %d bytes for %s: %w", size, path, ErrNoSpace)
 		}
-		f = &memFile{data: make([]byte, size)}
-		m.mu.files[path] = f
+		// The reserved size is part of the inode: a crash keeps a durably linked file at
+		// full size, zeros where nothing was synced.
+		n = &memNode{data: make([]byte, size), durLen: int(size)}
+		d.entries[name] = n
 		m.mu.used += size
-	case int64(len(f.data)) != size:
-		return nil, fmt.Errorf("mmap: %s has %d bytes, want %d", path, len(f.data), size)
+	case int64(len(n.data)) != size:
+		return nil, fmt.Errorf("mmap: %s has %d bytes, want %d", path, len(n.data), size)
 	}
-	return &memMapped{fs: m, path: path, f: f, data: f.data}, nil
+	return &memMapped{fs: m, path: path, n: n, data: n.data}, nil
 }
 
 func (h *memMapped) Bytes() []byte { return h.data }
@@ -141,10 +238,10 @@ func (h *memMapped) Sync(off, n int64) error {
 	}
 	h.fs.mu.Lock()
 	defer h.fs.mu.Unlock()
-	if h.f.durable == nil {
-		h.f.durable = make([]byte, len(h.f.data))
+	if h.n.durable == nil {
+		h.n.durable = make([]byte, len(h.n.data))
 	}
-	copy(h.f.durable[off:off+n], h.data[off:off+n])
+	copy(h.n.durable[off:off+n], h.data[off:off+n])
 	return nil
 }
 
@@ -193,58 +290,152 @@ func (h *memMapped) Close() error {
 	return nil
 }
 
-// ReadDir implements FS.
-func (m *MemFS) ReadDir(path string) ([]string, error) {
+// memFile is a small MemFS file open for writing.
+type memFile struct {
+	fs     *MemFS
+	path   string
+	n      *memNode
+	closed bool
+}
+
+// Create implements FS.
+func (m *MemFS) Create(path string) (File, error) {
 	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	seen := map[string]bool{}
-	add := func(p string) {
-		if filepath.Dir(p) == path && p != path {
-			seen[filepath.Base(p)] = true
+	n := m.lookupLocked(path)
+	switch {
+	case n != nil && n.dir:
+		return nil, fmt.Errorf("mmap: create %s: is a directory", path)
+	case n != nil: // truncate the same inode, like O_TRUNC
+		m.mu.used -= int64(len(n.data))
+		n.data = nil
+	default:
+		d, name, err := m.parentLocked("create", path)
+		if err != nil {
+			return nil, err
 		}
+		n = &memNode{}
+		d.entries[name] = n
 	}
-	for p := range m.mu.files {
-		add(p)
-	}
-	for d := range m.mu.dirs {
-		add(d)
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names, nil
+	return &memFile{fs: m, path: path, n: n}, nil
 }
 
-// MkdirAll implements FS.
+// Write implements File.
+func (f *memFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return 0, fmt.Errorf("mmap: write %s: closed", f.path)
+	}
+	if c := f.fs.mu.capacity; c > 0 && f.fs.mu.used+int64(len(p)) > c {
+		return 0, fmt.Errorf("mmap: write %s: %w", f.path, ErrNoSpace)
+	}
+	f.n.data = append(f.n.data, p...)
+	f.fs.mu.used += int64(len(p))
+	return len(p), nil
+}
+
+// Sync implements File: the whole file becomes its durable image.
+func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("mmap: sync %s: closed", f.path)
+	}
+	f.n.durable = slices.Clone(f.n.data)
+	f.n.durLen = len(f.n.data)
+	return nil
+}
+
+// Close implements File.
+func (f *memFile) Close() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	f.closed = true
+	return nil
+}
+
+// Rename implements FS: both directories' current entries change at once, their durable
+// entries on SyncDir.
+func (m *MemFS) Rename(oldpath, newpath string) error {
+	oldpath, newpath = filepath.Clean(oldpath), filepath.Clean(newpath)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	od, oname, err := m.parentLocked("rename", oldpath)
+	if err != nil {
+		return err
+	}
+	n := od.entries[oname]
+	if n == nil {
+		return fmt.Errorf("mmap: rename %s: %w", oldpath, fs.ErrNotExist)
+	}
+	nd, nname, err := m.parentLocked("rename", newpath)
+	if err != nil {
+		return err
+	}
+	if oldpath == newpath {
+		return nil
+	}
+	if n.dir && strings.HasPrefix(newpath+"/", oldpath+"/") {
+		return fmt.Errorf("mmap: rename %s into itself (%s)", oldpath, newpath)
+	}
+	if t := nd.entries[nname]; t != nil {
+		switch {
+		case t.dir != n.dir:
+			return fmt.Errorf("mmap: rename %s over %s: file and directory", oldpath, newpath)
+		case t.dir && len(t.entries) > 0:
+			return fmt.Errorf("mmap: rename %s over %s: directory not empty", oldpath, newpath)
+		}
+		m.mu.used -= fileBytes(t)
+	}
+	nd.entries[nname] = n
+	delete(od.entries, oname)
+	return nil
+}
+
+// ReadDir implements FS.
+func (m *MemFS) ReadDir(path string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.lookupLocked(path)
+	if n == nil || !n.dir {
+		return nil, nil
+	}
+	return slices.Sorted(maps.Keys(n.entries)), nil
+}
+
+// MkdirAll implements FS; every directory it creates is durable at once.
 func (m *MemFS) MkdirAll(path string) error {
 	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for p := path; !m.mu.dirs[p]; p = filepath.Dir(p) {
-		if _, isFile := m.mu.files[p]; isFile {
-			return fmt.Errorf("mmap: mkdir %s: a file is in the way", p)
+	n, parts := m.split(path)
+	for i, p := range parts {
+		c := n.entries[p]
+		switch {
+		case c == nil:
+			c = newDirNode()
+			n.entries[p] = c
+			n.durEntries[p] = c
+		case !c.dir:
+			return fmt.Errorf("mmap: mkdir %s: a file is in the way at %s", path, strings.Join(parts[:i+1], "/"))
 		}
-		m.mu.dirs[p] = true
+		n = c
 	}
 	return nil
 }
 
-// SyncDir makes the existence of the files directly in path durable.
+// SyncDir makes the directory's current entries its durable ones.
 func (m *MemFS) SyncDir(path string) error {
 	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.mu.dirs[path] {
+	n := m.lookupLocked(path)
+	if n == nil || !n.dir {
 		return fmt.Errorf("mmap: sync dir %s: %w", path, fs.ErrNotExist)
 	}
-	for p, f := range m.mu.files {
-		if filepath.Dir(p) == path {
-			f.exists = true
-		}
-	}
+	n.durEntries = maps.Clone(n.entries)
 	return nil
 }
 
@@ -253,21 +444,20 @@ func (m *MemFS) Remove(path string) error {
 	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f, ok := m.mu.files[path]; ok {
-		m.mu.used -= int64(len(f.data))
-		delete(m.mu.files, path)
-		return nil
+	d, name, err := m.parentLocked("remove", path)
+	if err != nil {
+		return err
 	}
-	if m.mu.dirs[path] {
-		for p := range m.mu.files {
-			if strings.HasPrefix(p, path+"/") {
-				return fmt.Errorf("mmap: remove %s: directory not empty", path)
-			}
-		}
-		delete(m.mu.dirs, path)
-		return nil
+	n := d.entries[name]
+	switch {
+	case n == nil:
+		return fmt.Errorf("mmap: remove %s: %w", path, fs.ErrNotExist)
+	case n.dir && len(n.entries) > 0:
+		return fmt.Errorf("mmap: remove %s: directory not empty", path)
 	}
-	return fmt.Errorf("mmap: remove %s: %w", path, fs.ErrNotExist)
+	m.mu.used -= int64(len(n.data))
+	delete(d.entries, name)
+	return nil
 }
 
 // RemoveAll implements FS.
@@ -275,71 +465,56 @@ func (m *MemFS) RemoveAll(path string) error {
 	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for p, f := range m.mu.files {
-		if p == path || strings.HasPrefix(p, path+"/") {
-			m.mu.used -= int64(len(f.data))
-			delete(m.mu.files, p)
-		}
+	if path == "/" || path == "." {
+		return fmt.Errorf("mmap: remove all %s: a root", path)
 	}
-	for d := range m.mu.dirs {
-		if d == path || strings.HasPrefix(d, path+"/") {
-			delete(m.mu.dirs, d)
-		}
+	d, name, err := m.parentLocked("remove", path)
+	if err != nil {
+		return nil // nothing there
+	}
+	if n := d.entries[name]; n != nil {
+		m.mu.used -= fileBytes(n)
+		delete(d.entries, name)
 	}
 	return nil
 }
 
 // ReadFile implements FS.
 func (m *MemFS) ReadFile(path string) ([]byte, error) {
-	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, ok := m.mu.files[path]
-	if !ok {
+	n := m.lookupLocked(path)
+	switch {
+	case n == nil:
 		return nil, fmt.Errorf("mmap: read %s: %w", path, fs.ErrNotExist)
+	case n.dir:
+		return nil, fmt.Errorf("mmap: read %s: is a directory", path)
 	}
-	return slices.Clone(f.data), nil
+	return slices.Clone(n.data), nil
 }
 
-// WriteFileAtomic implements FS; the new contents are durable when it returns.
+// WriteFileAtomic implements FS with the shared sequence (see the function
+// WriteFileAtomic); the new contents are durable when it returns.
 func (m *MemFS) WriteFileAtomic(path string, data []byte) error {
-	path = filepath.Clean(path)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.mu.dirs[filepath.Dir(path)] {
-		return fmt.Errorf("mmap: write %s: directory: %w", path, fs.ErrNotExist)
-	}
-	old := int64(0)
-	if f, ok := m.mu.files[path]; ok {
-		old = int64(len(f.data))
-	}
-	if m.mu.capacity > 0 && m.mu.used-old+int64(len(data)) > m.mu.capacity {
-		return fmt.Errorf("mmap: write %s: %w", path, ErrNoSpace)
-	}
-	m.mu.used += int64(len(data)) - old
-	m.mu.files[path] = &memFile{data: slices.Clone(data), durable: slices.Clone(data), exists: true}
-	return nil
+	return WriteFileAtomic(m, path, data)
 }
 
 // Exists implements FS.
 func (m *MemFS) Exists(path string) (bool, error) {
-	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.mu.files[path]
-	return ok || m.mu.dirs[path], nil
+	return m.lookupLocked(path) != nil, nil
 }
 
 // Size implements FS.
 func (m *MemFS) Size(path string) (int64, error) {
-	path = filepath.Clean(path)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, ok := m.mu.files[path]
-	if !ok {
+	n := m.lookupLocked(path)
+	if n == nil || n.dir {
 		return 0, fmt.Errorf("mmap: stat %s: %w", path, fs.ErrNotExist)
 	}
-	return int64(len(f.data)), nil
+	return int64(len(n.data)), nil
 }
 
 // DiskUsage reports the capacity (or 1 TiB when unlimited) and what is left of it.

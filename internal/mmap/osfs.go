@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -241,29 +240,55 @@ func (OSFS) ReadFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-// WriteFileAtomic implements FS: write path.tmp, fsync it, rename over path, fsync the
-// directory.
+// Create implements FS.
+func (OSFS) Create(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: create: %w", err)
+	}
+	return osFile{f}, nil
+}
+
+// osFile is a small file open for writing.
+type osFile struct{ f *os.File }
+
+// Write implements File.
+func (f osFile) Write(p []byte) (int, error) {
+	n, err := f.f.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("mmap: write: %w", err)
+	}
+	return n, nil
+}
+
+// Sync implements File with fsync(2).
+func (f osFile) Sync() error {
+	if err := f.f.Sync(); err != nil {
+		return fmt.Errorf("mmap: fsync: %w", err)
+	}
+	return nil
+}
+
+// Close implements File.
+func (f osFile) Close() error {
+	if err := f.f.Close(); err != nil {
+		return fmt.Errorf("mmap: close: %w", err)
+	}
+	return nil
+}
+
+// Rename implements FS.
+func (OSFS) Rename(oldpath, newpath string) error {
+	if err := os.Rename(oldpath, newpath); err != nil {
+		return fmt.Errorf("mmap: rename: %w", err)
+	}
+	return nil
+}
+
+// WriteFileAtomic implements FS with the shared sequence (see the function
+// WriteFileAtomic).
 func (o OSFS) WriteFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("mmap: create %s: %w", tmp, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("mmap: write %s: %w", path, err)
-	}
-	return o.SyncDir(filepath.Dir(path))
+	return WriteFileAtomic(o, path, data)
 }
 
 // Exists implements FS.

@@ -99,9 +99,9 @@ func TestOpenLoadedBytesBecomeBackup(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	t.Run("mkdir", func(t *testing.T) {
-		fsys := failFS{FS: mmap.NewMemFS(), fail: func(p string) bool { return p == dir }}
+		fsys := failFS(mmap.NewMemFS(), func(p string) bool { return p == dir })
 		f, _, found, _, err := open(t, fsys)
-		require.ErrorIs(t, err, errInjected)
+		require.ErrorIs(t, err, mmap.ErrInjected)
 		require.Contains(t, err.Error(), "create "+dir)
 		require.Nil(t, f)
 		require.False(t, found)
@@ -114,9 +114,9 @@ func TestOpenErrors(t *testing.T) {
 		require.False(t, found)
 	})
 	t.Run("read", func(t *testing.T) {
-		fsys := failFS{FS: newFS(t, nil, nil), fail: func(p string) bool { return p == path }}
+		fsys := failFS(newFS(t, nil, nil), func(p string) bool { return p == path })
 		f, _, _, _, err := open(t, fsys)
-		require.ErrorIs(t, err, errInjected)
+		require.ErrorIs(t, err, mmap.ErrInjected)
 		require.Nil(t, f)
 	})
 }
@@ -124,26 +124,26 @@ func TestOpenErrors(t *testing.T) {
 func TestFileWriteFailures(t *testing.T) {
 	mem := newFS(t, []byte(`{"v":0}`), nil)
 	var failMain, failBak bool
-	fsys := failFS{FS: mem, fail: func(p string) bool {
+	fsys := failFS(mem, func(p string) bool {
 		if strings.HasSuffix(p, BakSuffix) {
 			return failBak
 		}
 		return failMain && p == path
-	}}
+	})
 	f, _, found, _, err := open(t, fsys)
 	require.NoError(t, err)
 	require.True(t, found)
 
 	failMain = true
 	err, bakErr := f.Write([]byte(`{"v":1}`))
-	require.ErrorIs(t, err, errInjected)
+	require.ErrorIs(t, err, mmap.ErrInjected)
 	require.NoError(t, bakErr)
 	require.Equal(t, `{"v":0}`, readFile(t, mem, path))
 
 	failMain, failBak = false, true
 	err, bakErr = f.Write([]byte(`{"v":2}`))
 	require.NoError(t, err, "a failed backup does not stop the main write")
-	require.ErrorIs(t, bakErr, errInjected)
+	require.ErrorIs(t, bakErr, mmap.ErrInjected)
 	require.Equal(t, `{"v":2}`, readFile(t, mem, path))
 
 	failBak = false

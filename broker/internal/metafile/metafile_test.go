@@ -127,40 +127,18 @@ func TestLoadCorruptBakOnly(t *testing.T) {
 	require.False(t, found)
 }
 
-// failFS fails reads, writes or directory creations of the paths for which
-// fail returns true.
-type failFS struct {
-	mmap.FS
-	fail func(path string) bool
-}
-
-var errInjected = errors.New("injected failure")
-
-func (f failFS) ReadFile(p string) ([]byte, error) {
-	if f.fail(p) {
-		return nil, errInjected
-	}
-	return f.FS.ReadFile(p)
-}
-
-func (f failFS) MkdirAll(p string) error {
-	if f.fail(p) {
-		return errInjected
-	}
-	return f.FS.MkdirAll(p)
-}
-
-func (f failFS) WriteFileAtomic(p string, data []byte) error {
-	if f.fail(p) {
-		return errInjected
-	}
-	return f.FS.WriteFileAtomic(p, data)
+// failFS wraps fsys so that reads, whole-file writes and directory creations of the
+// paths fail selects fail with mmap.ErrInjected.
+func failFS(fsys mmap.FS, fail func(path string) bool) *mmap.ErrorFS {
+	e := mmap.NewErrorFS(fsys)
+	e.Inject(mmap.Rule{Ops: mmap.OpReadFile | mmap.OpMkdirAll | mmap.OpWriteFileAtomic, Path: fail})
+	return e
 }
 
 func TestLoadReadError(t *testing.T) {
-	fsys := failFS{FS: newFS(t, nil, []byte(`{}`)), fail: func(p string) bool { return p == path }}
+	fsys := failFS(newFS(t, nil, []byte(`{}`)), func(p string) bool { return p == path })
 	_, _, found, _, err := load(t, fsys)
-	require.ErrorIs(t, err, errInjected, "a read error other than not-exist does not fall back")
+	require.ErrorIs(t, err, mmap.ErrInjected, "a read error other than not-exist does not fall back")
 	require.False(t, found)
 }
 
@@ -200,10 +178,10 @@ func TestWriteKeepsBak(t *testing.T) {
 
 func TestWriteBackupFailure(t *testing.T) {
 	mem := newFS(t, nil, nil)
-	fsys := failFS{FS: mem, fail: func(p string) bool { return strings.HasSuffix(p, BakSuffix) }}
+	fsys := failFS(mem, func(p string) bool { return strings.HasSuffix(p, BakSuffix) })
 	err, bakErr := Write(fsys, path, []byte(`{"v":1}`), []byte(`{"v":2}`))
 	require.NoError(t, err, "a failed backup does not stop the main write")
-	require.ErrorIs(t, bakErr, errInjected)
+	require.ErrorIs(t, bakErr, mmap.ErrInjected)
 	got, e := mem.ReadFile(path)
 	require.NoError(t, e)
 	require.Equal(t, `{"v":2}`, string(got))
@@ -211,11 +189,36 @@ func TestWriteBackupFailure(t *testing.T) {
 
 func TestWriteMainFailure(t *testing.T) {
 	mem := newFS(t, nil, nil)
-	fsys := failFS{FS: mem, fail: func(p string) bool { return p == path }}
+	fsys := failFS(mem, func(p string) bool { return p == path })
 	err, bakErr := Write(fsys, path, []byte(`{"v":1}`), []byte(`{"v":2}`))
-	require.ErrorIs(t, err, errInjected)
+	require.ErrorIs(t, err, mmap.ErrInjected)
 	require.NoError(t, bakErr)
 	bak, e := mem.ReadFile(path + BakSuffix)
 	require.NoError(t, e)
 	require.Equal(t, `{"v":1}`, string(bak))
+}
+
+// A main write that fails at any step of the atomic replace reports the error and leaves
+// the previous version in place, before and after a crash; the backup copy is written.
+func TestWriteFailsAtEveryReplaceStep(t *testing.T) {
+	steps := []mmap.Op{mmap.OpCreate, mmap.OpFileWrite, mmap.OpFileSync, mmap.OpFileClose, mmap.OpRename, mmap.OpSyncDir}
+	for _, step := range steps {
+		t.Run(step.String(), func(t *testing.T) {
+			mem := newFS(t, []byte(`{"v":1}`), nil)
+			fsys := mmap.NewErrorFS(mem)
+			// Each step runs once for the backup copy, then once for the main file.
+			fsys.Inject(mmap.Rule{Ops: step, After: 1, Times: 1})
+			err, bakErr := Write(fsys, path, []byte(`{"v":1}`), []byte(`{"v":2}`))
+			require.NoError(t, bakErr)
+			require.ErrorIs(t, err, mmap.ErrInjected)
+			crashed := mem.Crash(nil, 0)
+			v, _, found, _, lerr := load(t, crashed)
+			require.NoError(t, lerr)
+			require.True(t, found)
+			require.Equal(t, `{"v":1}`, v, "the previous version survives")
+			bak, rerr := crashed.ReadFile(path + BakSuffix)
+			require.NoError(t, rerr)
+			require.Equal(t, `{"v":1}`, string(bak))
+		})
+	}
 }
