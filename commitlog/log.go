@@ -236,11 +236,7 @@ func (l *Log) load() ([]*segment, error) {
 // goTracked runs fn on a goroutine that Close stops (by closing the stop channel) and
 // waits for.
 func (l *Log) goTracked(fn func(stop <-chan struct{})) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		fn(l.stop)
-	}()
+	l.wg.Go(func() { fn(l.stop) })
 }
 
 // Close stops the goroutines, flushes everything, unmaps the segments and returns every

@@ -220,11 +220,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // goFunc runs f on a goroutine owned by the server: it gets the server's
 // context, which Shutdown cancels, and Shutdown waits for it to return.
 func (s *Server) goFunc(f func(ctx context.Context)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f(s.ctx)
-	}()
+	s.wg.Go(func() { f(s.ctx) })
 }
 
 // sweep expires silent brokers every ScanInterval until ctx ends.

@@ -112,11 +112,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.addrs = make(map[string]*addrConns)
 	c.mu.handlers = make(map[int16]Handler)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.expireLoop()
-	}()
+	c.wg.Go(c.expireLoop)
 	return c, nil
 }
 

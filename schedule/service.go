@@ -134,11 +134,7 @@ func (s *Service) Start() {
 
 // spawn runs f on a goroutine that Shutdown waits for.
 func (s *Service) spawn(f func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
+	s.wg.Go(f)
 }
 
 // Shutdown stops the loops, waits for them (or ctx) and persists progress one last time.

@@ -120,11 +120,7 @@ func (s *Store) Start() {
 
 // goTracked runs fn on a goroutine that Shutdown waits for.
 func (s *Store) goTracked(fn func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
+	s.wg.Go(fn)
 }
 
 // Shutdown stops the services, lets the dispatcher catch up, flushes everything, writes the
