@@ -44,6 +44,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // ErrInvalidConfig is wrapped (via %w) by every error that reports a bad
@@ -148,15 +150,13 @@ func (c LogConfig) Validate() error {
 // because conf imports no other Ferry package). allowEmpty is for the
 // per-component overrides, where empty means "inherit log.level".
 func checkLogLevel(key, level string, allowEmpty bool) error {
-	switch strings.ToLower(level) {
-	case "trace", "debug", "info", "warn", "warning", "error":
+	if level == "" && allowEmpty {
 		return nil
-	case "":
-		if allowEmpty {
-			return nil
-		}
 	}
-	return invalid(key, "must be trace, debug, info, warn or error, got %q", level)
+	if _, err := logging.ParseLevel(level); err != nil {
+		return invalid(key, "must be %s, got %q", strings.Join(logging.LevelNames[:], ", "), level)
+	}
+	return nil
 }
 
 func firstNonEmpty(a, b string) string {

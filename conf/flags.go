@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // Names of the stable flags registered by BindFlags.
@@ -67,5 +69,5 @@ func BindFlags(fs *pflag.FlagSet) {
 	fs.String(FlagBrokerListen, d.Broker.Listen, "broker listen address host:port (broker.listen)")
 	fs.StringSlice(FlagNamesrvAddr, d.Broker.NamesrvAddrs,
 		"name server addresses the broker registers with, separated by ',' or ';' (broker.namesrvAddrs)")
-	fs.String(FlagLogLevel, d.Log.Level, "log level: "+strings.Join([]string{"trace", "debug", "info", "warn", "error"}, ", ")+" (log.level)")
+	fs.String(FlagLogLevel, d.Log.Level, "log level: "+strings.Join(logging.LevelNames[:], ", ")+" (log.level)")
 }

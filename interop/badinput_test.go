@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // sendV2 sends body to topic with a raw SEND_MESSAGE_V2 and returns the response.

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 type commitListener struct{}

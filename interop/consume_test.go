@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestPushConsumerGroup runs a clustering push-consumer group on an 8-queue topic: two

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestBroadcastConsumption runs three push consumers of one group in BroadCasting mode

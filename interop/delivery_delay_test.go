@@ -21,10 +21,10 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // delayed describes one delayed message of these tests; its body encodes how it was

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // Shared by the delivery tests (delay levels, timer messages, retry and DLQ, orderly and

@@ -17,8 +17,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // newHashProducer starts a producer that picks the queue by the message's sharding key.

@@ -9,9 +9,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestRetryAndDeadLetter runs a concurrent push consumer with maxReconsumeTimes 3 that

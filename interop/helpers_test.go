@@ -16,10 +16,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // rawClient sends requests the official Go client never sends, with Ferry's own remoting

@@ -14,9 +14,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/store"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestConsumeFromTimestamp checks that push and lite pull consumers with

@@ -10,9 +10,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestBrokerRestartKeepsState restarts the broker on its data directory and checks that

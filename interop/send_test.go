@@ -13,9 +13,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // sent is one message the official producer sent, with what the broker answered.

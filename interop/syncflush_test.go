@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // A broker with SYNC_FLUSH answers the official client's concurrent sends (one group

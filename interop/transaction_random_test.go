@@ -15,7 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // randomListener decides transaction i by fate[i]: 0 commit, 1 rollback, 2 unknown then

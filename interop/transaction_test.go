@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
-	"github.com/ferrymq/ferry/internal/testutil"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // txListener decides each transaction by the prefix of its body: "commit-", "rollback-",

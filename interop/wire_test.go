@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/internal/testutil"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // wireConn is a bare TCP connection speaking frames, for checks below the remoting client.

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferrymq/ferry/message"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/message"
 )
 
 // goClientBatchItem is the spec's example item (Go client, body "hi",

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/ferrymq/ferry/remoting"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/ferrymq/ferry/internal/jsonstr"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // Requests that reach consumers, directly from the broker (B→C) or relayed
@@ -180,7 +182,7 @@ func EncodeConsumerStatusBody(b *ConsumerStatusBody) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendJSONString(out, id)
+		out = jsonstr.Append(out, id)
 		out = append(out, ':')
 		if out, err = appendMQMap(out, b.ConsumerTable[id], appendInt64Value); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+
 	"github.com/ferrymq/ferry/remoting"
 )
 

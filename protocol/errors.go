@@ -3,10 +3,11 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"github.com/ferrymq/ferry/remoting"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // ErrMissingField reports that a required extFields key is absent (or, for a

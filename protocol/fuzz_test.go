@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/remoting"
-	"github.com/stretchr/testify/require"
 )
 
 // FuzzDecodeRouteData checks that the route decoder never panics and that

@@ -5,8 +5,9 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/ferrymq/ferry/remoting"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/remoting"
 )
 
 func ptr[T any](v T) *T { return &v }

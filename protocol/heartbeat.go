@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/ferrymq/ferry/remoting"
 	"strconv"
+
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // ConsumeType says whether a consumer is pushed to or pulls itself.

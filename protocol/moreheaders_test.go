@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferrymq/ferry/remoting"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // moreHeaderCases covers the transaction, lookup, consumer, admin,

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/ferrymq/ferry/internal/jsonstr"
 )
 
 // MessageQueue-keyed maps.
@@ -29,11 +31,11 @@ import (
 // appendMQKey writes mq as a compact JSON object in fastjson field order.
 func appendMQKey(b []byte, mq MessageQueue) []byte {
 	b = append(b, `{"brokerName":`...)
-	b = appendJSONString(b, mq.BrokerName)
+	b = jsonstr.Append(b, mq.BrokerName)
 	b = append(b, `,"queueId":`...)
 	b = strconv.AppendInt(b, int64(mq.QueueID), 10)
 	b = append(b, `,"topic":`...)
-	b = appendJSONString(b, mq.Topic)
+	b = jsonstr.Append(b, mq.Topic)
 	return append(b, '}')
 }
 
@@ -153,7 +155,7 @@ func quoteObjectKeys(data []byte) []byte {
 					out = make([]byte, 0, len(data)+32)
 				}
 				out = append(out, data[copied:i]...)
-				out = appendJSONString(out, string(data[i:end]))
+				out = jsonstr.Append(out, string(data[i:end]))
 				copied = end
 				i = end - 1
 				expectKey = false

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/ferrymq/ferry/internal/jsonstr"
 )
 
 // TopicRouteData is the body of a successful GET_ROUTEINFO_BY_TOPIC (105)
@@ -105,7 +107,7 @@ func appendTopicRouteData(b []byte, r *TopicRouteData) ([]byte, error) {
 	b = append(b, `],"filterServerTable":{}`...)
 	if r.OrderTopicConf != "" {
 		b = append(b, `,"orderTopicConf":`...)
-		b = appendJSONString(b, r.OrderTopicConf)
+		b = jsonstr.Append(b, r.OrderTopicConf)
 	}
 	b = append(b, `,"queueDatas":[`...)
 	for i := range qds {
@@ -133,7 +135,7 @@ func compareQueueData(x, y QueueData) int {
 
 func appendQueueData(b []byte, q *QueueData) []byte {
 	b = append(b, `{"brokerName":`...)
-	b = appendJSONString(b, q.BrokerName)
+	b = jsonstr.Append(b, q.BrokerName)
 	b = append(b, `,"perm":`...)
 	b = strconv.AppendInt(b, int64(q.Perm), 10)
 	b = append(b, `,"readQueueNums":`...)
@@ -162,14 +164,14 @@ func appendBrokerData(b []byte, bd *BrokerData) ([]byte, error) {
 		b = append(b, '"')
 	}
 	b = append(b, `},"brokerName":`...)
-	b = appendJSONString(b, bd.BrokerName)
+	b = jsonstr.Append(b, bd.BrokerName)
 	b = append(b, `,"cluster":`...)
-	b = appendJSONString(b, bd.Cluster)
+	b = jsonstr.Append(b, bd.Cluster)
 	b = append(b, `,"enableActingMaster":`...)
 	b = strconv.AppendBool(b, bd.EnableActingMaster)
 	if bd.ZoneName != "" {
 		b = append(b, `,"zoneName":`...)
-		b = appendJSONString(b, bd.ZoneName)
+		b = jsonstr.Append(b, bd.ZoneName)
 	}
 	return append(b, '}'), nil
 }
@@ -207,7 +209,7 @@ func EncodeClusterInfo(c *ClusterInfo) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, name)
+		b = jsonstr.Append(b, name)
 		b = append(b, ':')
 		bd := c.BrokerAddrTable[name]
 		if b, err = appendBrokerData(b, &bd); err != nil {
@@ -219,14 +221,14 @@ func EncodeClusterInfo(c *ClusterInfo) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, cluster)
+		b = jsonstr.Append(b, cluster)
 		b = append(b, ":["...)
 		names := slices.Compact(slices.Sorted(slices.Values(c.ClusterAddrTable[cluster])))
 		for j, n := range names {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, n)
+			b = jsonstr.Append(b, n)
 		}
 		b = append(b, ']')
 	}

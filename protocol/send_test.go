@@ -5,8 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ferrymq/ferry/remoting"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // goClientSend is what the Go producer puts in a SEND_MESSAGE header for an

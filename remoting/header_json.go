@@ -6,6 +6,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/ferrymq/ferry/internal/jsonstr"
 )
 
 // JSON header (serialize type 0), the format every official client sends:
@@ -16,7 +18,8 @@ import (
 // language the enum name as a string, remark a string or null, and extFields an object whose
 // values are all strings (the Go client drops a whole frame whose ext values are not
 // strings). Unknown fields are skipped. The encoder below writes compact JSON in that exact
-// shape and omits remark and extFields when they are empty.
+// shape and omits remark and extFields when they are empty. Strings are escaped by
+// jsonstr.Append; invalid UTF-8 is U+FFFD both ways, as encoding/json has it.
 //
 // The decoder is hand-written: strings without escapes alias the frame buffer, so a typical
 // header costs one allocation (the ext map).
@@ -38,7 +41,7 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 	dst = strconv.AppendInt(dst, int64(cmd.Flag), 10)
 	if cmd.Remark != "" {
 		dst = append(dst, `,"remark":`...)
-		dst = appendJSONString(dst, cmd.Remark)
+		dst = jsonstr.Append(dst, cmd.Remark)
 	}
 	if len(cmd.ExtFields) > 0 {
 		dst = append(dst, `,"extFields":{`...)
@@ -46,44 +49,13 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, f.Key)
+			dst = jsonstr.Append(dst, f.Key)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, f.Value)
+			dst = jsonstr.Append(dst, f.Value)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a quoted JSON string, escaping quotes, backslashes and
-// control characters. Other bytes are copied as they are.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // jsonParser is a cursor over one JSON header.
@@ -153,13 +125,22 @@ func (p *jsonParser) str() (string, error) {
 			return p.strEscaped(start)
 		case c < 0x20:
 			return "", p.errorf("control character in string")
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				return p.strEscaped(start) // invalid UTF-8 reads as U+FFFD
+			}
+			p.i += size
+			continue
 		}
 		p.i++
 	}
 	return "", p.errorf("unterminated string")
 }
 
-// strEscaped finishes a string that contains escapes, building a new buffer.
+// strEscaped finishes a string that contains escapes or invalid UTF-8, building a new
+// buffer. Like encoding/json (and so the official Go client), it reads each byte of
+// invalid UTF-8 as U+FFFD.
 func (p *jsonParser) strEscaped(start int) (string, error) {
 	out := make([]byte, 0, p.i-start+16)
 	out = append(out, p.b[start:p.i]...)
@@ -171,6 +152,15 @@ func (p *jsonParser) strEscaped(start int) (string, error) {
 			return string(out), nil
 		case c < 0x20:
 			return "", p.errorf("control character in string")
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, p.b[p.i:p.i+size]...)
+			}
+			p.i += size
+			continue
 		case c != '\\':
 			out = append(out, c)
 			p.i++

@@ -84,6 +84,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// LevelNames are the level names ParseLevel accepts (besides "warning"), most
+// verbose first: the one list the configuration and the flags' help use.
+var LevelNames = [...]string{"trace", "debug", "info", "warn", "error"}
+
 // ParseLevel converts "trace", "debug", "info", "warn" (or "warning") or
 // "error", case-insensitively, to a zerolog.Level. Any other string is an
 // error wrapping ErrInvalidOptions.
