@@ -251,3 +251,32 @@ func countKey(props []byte, key string) int {
 	}
 	return n
 }
+
+// nopStore accepts puts without keeping anything (allocation test).
+type nopStore struct{ MessageStore }
+
+func (nopStore) PutMessages(recs []message.Record, _ bool) (store.PutResult, error) {
+	return store.PutResult{PhysicalOffset: 4096, QueueOffset: 7, Count: len(recs), Status: store.PutOK}, nil
+}
+
+// A plain send costs the response, its msgId and its transactionId strings, and nothing
+// else: the header decodes into the request's own ext list, and the property scan, the
+// record and the property buffers are pooled.
+func TestSendHandlerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector; make test runs this without it")
+	}
+	f := newSenderFixture(16)
+	f.s.store = nopStore{}
+	props, err := message.EncodeProperties(map[string]string{message.PropertyTags: "a", message.PropertyKeys: "k1 k2"})
+	require.NoError(t, err)
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", QueueID: 1, Properties: string(props)}
+	req := sendRequest(protocol.SendMessageV2, h, make([]byte, 1024))
+	var ch remoting.Channel = fakeChannel{}
+	n := testing.AllocsPerRun(200, func() {
+		if _, err := f.s.handleSend(context.Background(), ch, req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.LessOrEqual(t, n, 3.0)
+}

@@ -69,7 +69,32 @@ type sender struct {
 	cluster    string
 	autoCreate bool
 	log        zerolog.Logger
-	scratch    sync.Pool // of *[]byte, for building properties
+	scratch    sync.Pool // of *sendScratch
+}
+
+// sendScratch is the per-request working memory of a send, pooled so that a plain send
+// allocates none of it: the property scan and the one-record slice would otherwise escape
+// through the store and service interfaces.
+type sendScratch struct {
+	sp      message.SendProps
+	one     [1]message.Record
+	props   []byte // the stored properties being built
+	rewrite []byte // the schedule rewrite's output
+}
+
+// getScratch returns pooled working memory.
+func (s *sender) getScratch() *sendScratch {
+	if sc, ok := s.scratch.Get().(*sendScratch); ok {
+		return sc
+	}
+	return &sendScratch{props: make([]byte, 0, 512), rewrite: make([]byte, 0, 512)}
+}
+
+// putScratch clears references into the request and returns sc to the pool.
+func (s *sender) putScratch(sc *sendScratch) {
+	sc.sp = message.SendProps{}
+	sc.one[0] = message.Record{}
+	s.scratch.Put(sc)
 }
 
 // handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
@@ -90,24 +115,24 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
 		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
 	}
-	sp := message.ScanProperties(bytesOf(h.Properties))
-	kind := classify(code, &h, &sp)
-	buf := s.scratchBuf()
-	defer s.scratch.Put(buf)
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	sp := &sc.sp
+	*sp = message.ScanProperties(bytesOf(h.Properties))
+	kind := classify(code, &h, sp)
 
 	var recs []message.Record
-	var one [1]message.Record
 	if kind == sendBatch {
-		if recs, sp, err = s.batchRecords(req.Body, &h, &sp, buf); err != nil {
+		if recs, *sp, err = s.batchRecords(req.Body, &h, sp, &sc.props); err != nil {
 			return nil, err
 		}
 	} else {
-		props, err := s.brokerProperties(buf, bytesOf(h.Properties), &sp)
+		props, err := s.brokerProperties(&sc.props, bytesOf(h.Properties), sp)
 		if err != nil {
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
-		one[0] = message.Record{Flag: h.Flag, Body: req.Body, Properties: props}
-		recs = one[:]
+		sc.one[0] = message.Record{Flag: h.Flag, Body: req.Body, Properties: props}
+		recs = sc.one[:]
 	}
 	born := bornHost(ch)
 	topic := bytesOf(h.Topic)
@@ -121,20 +146,18 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	}
 	switch kind {
 	case sendPrepared:
-		return s.prepare(ch, req, &recs[0], &sp)
+		return s.prepare(ch, req, &recs[0], sp)
 	case sendPlain:
 		if err := s.retry.redirectExhausted(&h, &recs[0]); err != nil {
 			return nil, err
 		}
 		queueID = recs[0].QueueID
-		pbuf := s.scratchBuf()
-		defer s.scratch.Put(pbuf)
-		props, rewritten, err := s.sched.RewriteScanned(&recs[0], &sp, (*pbuf)[:0])
+		props, rewritten, err := s.sched.RewriteScanned(&recs[0], sp, sc.rewrite[:0])
 		if err != nil {
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
 		if rewritten {
-			*pbuf = props
+			sc.rewrite = props
 		}
 	}
 	res, err := s.store.PutMessages(recs, sp.WaitStore())
@@ -307,15 +330,6 @@ func (s *sender) offsetMsgIDs(recs []message.Record, res store.PutResult) string
 		off += int64(recs[i].Size())
 	}
 	return sb.String()
-}
-
-// scratchBuf returns a pooled buffer for building properties.
-func (s *sender) scratchBuf() *[]byte {
-	if p, ok := s.scratch.Get().(*[]byte); ok {
-		return p
-	}
-	buf := make([]byte, 0, 512)
-	return &buf
 }
 
 // sendCode maps an append outcome to the send response code.

@@ -120,24 +120,31 @@ func (r *extReader) int32(key string, required bool) int32 {
 }
 
 func (r *extReader) boolean(key string, required bool) bool {
-	b := r.optBool(key, required)
-	return b != nil && *b
+	b, _ := r.boolField(key, required)
+	return b
+}
+
+// boolField parses a "true"/"false" field (any case); present is false when it is
+// absent or malformed (the latter recorded as ErrBadField). It allocates nothing.
+func (r *extReader) boolField(key string, required bool) (b, present bool) {
+	v, ok := r.scalar(key, required)
+	if !ok {
+		return false, false
+	}
+	switch {
+	case strings.EqualFold(v, "true"):
+		return true, true
+	case strings.EqualFold(v, "false"):
+		return false, true
+	}
+	r.fail(key, v, ErrBadField)
+	return false, false
 }
 
 // optBool returns nil when the field is absent.
 func (r *extReader) optBool(key string, required bool) *bool {
-	v, ok := r.scalar(key, required)
+	b, ok := r.boolField(key, required)
 	if !ok {
-		return nil
-	}
-	var b bool
-	switch {
-	case strings.EqualFold(v, "true"):
-		b = true
-	case strings.EqualFold(v, "false"):
-		b = false
-	default:
-		r.fail(key, v, ErrBadField)
 		return nil
 	}
 	return &b

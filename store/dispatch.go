@@ -107,15 +107,20 @@ func (s *Store) dispatchAvailable(ctx context.Context) error {
 	return nil
 }
 
-// advance publishes a new dispatched offset and wakes WaitDispatched callers.
+// advance publishes a new dispatched offset and wakes WaitDispatched callers. The
+// channel they wait on is replaced only when one of them has taken it, so dispatching
+// allocates nothing while nobody waits (the common case: advance runs once per record).
 func (s *Store) advance(pos int64) {
 	if pos <= s.dispatched.Load() {
 		return
 	}
 	s.dispatched.Store(pos)
 	s.progress.Lock()
-	close(s.progress.ch)
-	s.progress.ch = make(chan struct{})
+	if s.progress.taken {
+		close(s.progress.ch)
+		s.progress.ch = make(chan struct{})
+		s.progress.taken = false
+	}
 	s.progress.Unlock()
 }
 

@@ -49,7 +49,8 @@ type Store struct {
 	kick       chan struct{}
 	progress   struct {
 		sync.Mutex
-		ch chan struct{} // closed and replaced whenever dispatched advances
+		ch    chan struct{} // closed and replaced when dispatched advances and taken is set
+		taken bool          // a WaitDispatched caller holds ch
 	}
 
 	results sync.Pool // of *GetResult
@@ -185,6 +186,7 @@ func (s *Store) WaitDispatched(ctx context.Context, phy int64) error {
 	for {
 		s.progress.Lock()
 		ch := s.progress.ch
+		s.progress.taken = true
 		s.progress.Unlock()
 		if s.dispatched.Load() >= phy {
 			return nil
