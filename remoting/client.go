@@ -307,7 +307,9 @@ func (cc *clientConn) flushVec(vec [][]byte) error {
 	_ = cc.nc.SetWriteDeadline(time.Now().Add(cc.cl.opts.WriteTimeout))
 	bufs := net.Buffers(vec)
 	if _, err := bufs.WriteTo(cc.nc); err != nil {
-		_ = cc.Close()
+		// Only the socket: Close would wait (in out.kill) for this very flush to end.
+		// The read loop then fails and runs Close, which fails the pending calls.
+		_ = cc.nc.Close()
 		return fmt.Errorf("%w: %w", ErrConnClosed, err)
 	}
 	return nil
