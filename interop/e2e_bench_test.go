@@ -15,6 +15,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // benchPprofEnv names the environment variable that makes BenchmarkBrokerCPU profile the
@@ -34,7 +37,8 @@ const benchPprofEnv = "FERRY_BENCH_PPROF"
 //
 //	go test -run '^$' -bench BrokerCPU -benchtime=50000x -count=3 ./interop/
 //
-// Sub-benchmarks, 1 KiB bodies, b.N messages in total:
+// Sub-benchmarks, 1 KiB bodies, b.N messages in total (pipelined4, described at
+// benchBrokerPipelined, uses Ferry's own transport instead of the official client):
 //
 //   - async4: 4 producers (each its own instance name, so its own connection) sending
 //     with SendAsync, at most 256 in flight per producer. Throughput and the CPU cost per
@@ -50,8 +54,8 @@ const benchPprofEnv = "FERRY_BENCH_PPROF"
 // p99-us.
 //
 // FERRY_BENCH_PPROF=<file> starts the broker with --pprof-listen and profiles it during
-// each timed loop (not the 1-message probes): a 10 s CPU profile into <file> (async4) and
-// <file>.sync1 (sync1), and the heap profile right after a forced GC
+// each timed loop (not the 1-message probes): a 10 s CPU profile into <file> (async4),
+// <file>.sync1 (sync1) and <file>.pipelined4, and the heap profile right after a forced GC
 // (/debug/pprof/heap?gc=1, whose alloc_objects and alloc_space samples count allocations
 // since the start) before and after the loop into <file>.allocs.base and <file>.allocs (and
 // <file>.sync1.allocs…); their difference is the loop's allocations. Read them with, for
@@ -85,6 +89,77 @@ func BenchmarkBrokerCPU(b *testing.B) {
 	}
 	b.Run("async4", func(b *testing.B) { benchBrokerAsync(b, proc, body, profile) })
 	b.Run("sync1", func(b *testing.B) { benchBrokerSync(b, proc, body, syncProfile) })
+	pipeProfile := ""
+	if profile != "" {
+		pipeProfile = profile + ".pipelined4"
+	}
+	b.Run("pipelined4", func(b *testing.B) { benchBrokerPipelined(b, proc, body, pipeProfile) })
+}
+
+// benchBrokerPipelined is the pipelined4 sub-benchmark: the same 1 KiB SEND_MESSAGE_V2
+// requests with the official client's JSON header, but sent by Ferry's own transport
+// (remoting.Client: 4 connections, 256 requests in flight on each, queued frames written
+// together). It shows what a message costs the broker when requests arrive pipelined
+// rather than one per system call, as from the official client.
+func benchBrokerPipelined(b *testing.B, proc *ferryProc, body []byte, profile string) {
+	co := remoting.DefaultClientOptions()
+	co.ConnsPerAddr = benchAsyncClients
+	co.SerializeType = remoting.SerializeJSON
+	cli, err := remoting.NewClient(co)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "bench-cpu-pipelined", Topic: benchCPUTopic,
+		DefaultTopic: protocol.AutoCreateTopicKey, DefaultTopicQueueNums: 4, QueueID: -1}
+	send := func(cb func(*remoting.Command, error)) error {
+		h.BornTimestamp = time.Now().UnixMilli()
+		req := remoting.NewRequestExt(int16(protocol.SendMessageV2), nil)
+		h.EncodeExtV2(&req.ExtFields)
+		req.Body = body
+		return cli.InvokeAsync(context.Background(), proc.brokerAddr, req, cb)
+	}
+	proc.waitIdle(b, benchIdleTimeout)
+	profiled := startBenchProfile(b, proc, profile)
+	var m cpuMeter
+	m.begin(b, proc)
+	window := make(chan struct{}, benchAsyncClients*benchAsyncWindow)
+	var (
+		wg       sync.WaitGroup
+		failures atomic.Int64
+		firstErr atomic.Value
+	)
+	for range b.N {
+		if failures.Load() > 0 {
+			break
+		}
+		window <- struct{}{}
+		wg.Add(1)
+		err := send(func(resp *remoting.Command, err error) {
+			if err == nil && resp.Code != int16(protocol.Success) {
+				err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+			}
+			if err != nil && failures.Add(1) == 1 {
+				firstErr.Store(err)
+			}
+			<-window
+			wg.Done()
+		})
+		if err != nil {
+			if failures.Add(1) == 1 {
+				firstErr.Store(err)
+			}
+			<-window
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	m.end(b, proc)
+	profiled()
+	if f := failures.Load(); f > 0 {
+		b.Fatalf("%d sends failed, first: %v", f, firstErr.Load())
+	}
+	m.report(b, b.N)
 }
 
 const (

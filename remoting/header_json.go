@@ -142,14 +142,19 @@ func (p *jsonParser) str() (string, error) {
 // buffer. Like encoding/json (and so the official Go client), it reads each byte of
 // invalid UTF-8 as U+FFFD.
 func (p *jsonParser) strEscaped(start int) (string, error) {
-	out := make([]byte, 0, p.i-start+16)
+	// The rest of the header bounds the unescaped string (escapes only shrink), so one
+	// allocation is enough unless invalid UTF-8 (1 byte → 3) makes it grow.
+	out := make([]byte, 0, len(p.b)-start)
 	out = append(out, p.b[start:p.i]...)
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			return string(out), nil
+			if len(out) == 0 {
+				return "", nil
+			}
+			return unsafe.String(&out[0], len(out)), nil // out is this string's own, never written again
 		case c < 0x20:
 			return "", p.errorf("control character in string")
 		case c >= utf8.RuneSelf:
