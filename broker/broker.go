@@ -156,8 +156,9 @@ func (b *Broker) openParts(targets *dispatchTargets) error {
 	}
 	txo := transaction.DefaultOptions()
 	txo.Store, txo.FS, txo.Dir, txo.Logger, txo.Clock = b.store, so.FS, so.Dir, o.Logger, o.Clock
+	sched := b.sched
 	txo.Rewrite = func(rec *message.Record) error {
-		_, _, err := b.sched.Rewrite(rec, nil)
+		_, _, err := sched.Rewrite(rec, nil)
 		return err
 	}
 	txo.Checker = &txChecker{clients: b.clients, conns: b.conns, brokerName: o.BrokerName}
@@ -172,9 +173,10 @@ func (b *Broker) openParts(targets *dispatchTargets) error {
 	to.Dir, to.FS, to.Logger, to.Now = so.Dir, so.FS, o.Logger, o.Clock
 	to.AutoCreateTopicEnable, to.DefaultTopicQueueNums = o.AutoCreateTopic, o.DefaultTopicQueueNums
 	to.ClusterName, to.BrokerName = o.ClusterName, o.BrokerName
+	kick := b.kickRegister
 	to.OnChange = func() {
 		select {
-		case b.kickRegister <- struct{}{}:
+		case kick <- struct{}{}:
 		default:
 		}
 	}
@@ -202,7 +204,8 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
 		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0}
-	b.polls.answer = func(p *pullRequest) *remoting.Command { return b.pull.pull(p, false) }
+	pl := b.pull
+	b.polls.answer = func(p *pullRequest) *remoting.Command { return pl.pull(p, false) }
 	targets.polls, targets.sched = b.polls, b.sched
 
 	host := netip.MustParseAddrPort(o.AdvertisedAddr)
