@@ -19,7 +19,6 @@ import (
 type offsetFakes struct {
 	MessageStore
 	min, max int64
-	stored   map[string]int64
 }
 
 func (f *offsetFakes) MinOffset(string, int32) int64 { return f.min }
