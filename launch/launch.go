@@ -21,6 +21,12 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	if err := cfg.Validate(); err != nil {
 		return broker.Options{}, err
 	}
+	if cfg.Role != conf.AsyncMaster {
+		// Refuse rather than pretend: a SYNC_MASTER would acknowledge sends no slave
+		// holds, and a SLAVE would accept writes.
+		return broker.Options{}, fmt.Errorf("%w: broker.brokerRole: %s needs master–slave replication, which Ferry does not have yet; run ASYNC_MASTER",
+			conf.ErrInvalidConfig, cfg.Role)
+	}
 	o := broker.DefaultOptions()
 	o.BrokerName, o.ClusterName, o.BrokerID = cfg.BrokerName, cfg.ClusterName, int64(cfg.BrokerID)
 	o.AdvertisedAddr, o.HAAddr = cfg.EffectiveAdvertisedAddr(), cfg.EffectiveHAListen()

@@ -77,3 +77,18 @@ func TestBrokerOptionsRefuseInvalidConfig(t *testing.T) {
 	_, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
 	require.ErrorContains(t, err, "broker.maxReconsumeTimes")
 }
+
+func TestBrokerOptionsRefuseRolesWithoutReplication(t *testing.T) {
+	for _, role := range []conf.BrokerRole{conf.SyncMaster, conf.Slave} {
+		cfg := conf.DefaultBrokerConfig()
+		cfg.DataDir = t.TempDir()
+		cfg.Role = role
+		if role == conf.Slave {
+			cfg.BrokerID, cfg.HAMasterAddr = 1, "127.0.0.1:10912"
+		}
+		require.NoError(t, cfg.Validate(), "the file is valid")
+		_, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+		require.ErrorIs(t, err, conf.ErrInvalidConfig, "%s", role)
+		require.ErrorContains(t, err, "broker.brokerRole")
+	}
+}
