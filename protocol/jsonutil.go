@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/ferrymq/ferry/internal/jsonstr"
 )
 
 // decodeJSON unmarshals a JSON object body into v. It accepts fastjson's
@@ -28,6 +30,25 @@ func decodeJSON(what string, data []byte, v any) error {
 // nothing needs rewriting the input slice itself is returned. Malformed input
 // is left for the JSON decoder to reject.
 func quoteBareKeys(data []byte) []byte {
+	return quoteKeys(data, func(data []byte, i int) int {
+		if c := data[i]; c != '-' && (c < '0' || c > '9') {
+			return -1
+		}
+		j := i + 1
+		for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+			j++
+		}
+		return j
+	})
+}
+
+// quoteKeys copies a JSON text, turning every object key that is not a string
+// into one: at each place a key is expected and no string starts, keyEnd
+// reports where the key token starting at data[i] ends (-1: not a key it
+// rewrites), and data[i:end] is written as a JSON string instead. If nothing
+// is rewritten the input slice itself is returned. It tracks only nesting and
+// strings, so malformed input passes through for the decoder to reject.
+func quoteKeys(data []byte, keyEnd func(data []byte, i int) int) []byte {
 	var (
 		out       []byte
 		copied    int    // data[:copied] has been copied into out
@@ -36,15 +57,22 @@ func quoteBareKeys(data []byte) []byte {
 	)
 	for i := 0; i < len(data); i++ {
 		c := data[i]
+		if expectKey && c != '"' && c != '}' && c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			if end := keyEnd(data, i); end > i {
+				if out == nil {
+					out = make([]byte, 0, len(data)+32)
+				}
+				out = append(out, data[copied:i]...)
+				out = jsonstr.Append(out, string(data[i:end]))
+				copied = end
+				i = end - 1
+				expectKey = false
+				continue
+			}
+		}
 		switch c {
 		case '"':
-			i++
-			for i < len(data) && data[i] != '"' {
-				if data[i] == '\\' {
-					i++
-				}
-				i++
-			}
+			i = skipJSONString(data, i) - 1
 			expectKey = false
 		case '{':
 			stack = append(stack, c)
@@ -62,21 +90,6 @@ func quoteBareKeys(data []byte) []byte {
 		case ' ', '\t', '\r', '\n':
 			// whitespace keeps the current expectation
 		default:
-			if expectKey && (c == '-' || (c >= '0' && c <= '9')) {
-				j := i + 1
-				for j < len(data) && data[j] >= '0' && data[j] <= '9' {
-					j++
-				}
-				if out == nil {
-					out = make([]byte, 0, len(data)+16)
-				}
-				out = append(out, data[copied:i]...)
-				out = append(out, '"')
-				out = append(out, data[i:j]...)
-				out = append(out, '"')
-				copied = j
-				i = j - 1
-			}
 			expectKey = false
 		}
 	}

@@ -132,57 +132,12 @@ func decodeJSONObjectKeys(what string, data []byte, v any) error {
 // is copied unchanged; if nothing needs rewriting the input slice itself is
 // returned. Malformed input is left for the JSON decoder to reject.
 func quoteObjectKeys(data []byte) []byte {
-	var (
-		out       []byte
-		copied    int    // data[:copied] has been copied into out
-		stack     []byte // open containers: '{' or '['
-		expectKey bool   // the next token is an object key
-	)
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch c {
-		case '"':
-			i = skipJSONString(data, i) - 1
-			expectKey = false
-		case '{':
-			if expectKey {
-				end := matchJSONObject(data, i)
-				if end < 0 {
-					i = len(data) // unbalanced: leave the rest alone
-					break
-				}
-				if out == nil {
-					out = make([]byte, 0, len(data)+32)
-				}
-				out = append(out, data[copied:i]...)
-				out = jsonstr.Append(out, string(data[i:end]))
-				copied = end
-				i = end - 1
-				expectKey = false
-				continue
-			}
-			stack = append(stack, c)
-			expectKey = true
-		case '[':
-			stack = append(stack, c)
-			expectKey = false
-		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			expectKey = false
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1] == '{'
-		case ' ', '\t', '\r', '\n':
-			// whitespace keeps the current expectation
-		default:
-			expectKey = false
+	return quoteKeys(data, func(data []byte, i int) int {
+		if data[i] != '{' {
+			return -1
 		}
-	}
-	if out == nil {
-		return data
-	}
-	return append(out, data[copied:]...)
+		return matchJSONObject(data, i)
+	})
 }
 
 // skipJSONString returns the index just past the string literal starting
