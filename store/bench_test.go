@@ -245,6 +245,7 @@ func BenchmarkRecoverAfterKill(b *testing.B) {
 		b.StopTimer()
 		// Leave it crashed again for the next iteration: no clean shutdown marker.
 		_ = s.closeParts()
+		_ = s.unlock()
 		_ = mmap.OSFS{}.WriteFileAtomic(o.abortPath(), nil)
 		b.StartTimer()
 	}

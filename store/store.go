@@ -60,7 +60,8 @@ type Store struct {
 	started  atomic.Bool
 	closed   atomic.Bool
 	shutdown sync.Once
-	cpMu     sync.Mutex // serialises checkpoint writes
+	cpMu     sync.Mutex   // serialises checkpoint writes
+	unlock   func() error // releases the data directory's lock (Options.lockPath)
 }
 
 // Open opens (creating if needed) the store in opts.Dir and recovers it: after Open
@@ -79,33 +80,53 @@ func Open(opts Options) (*Store, error) {
 	s.progress.ch = make(chan struct{})
 	s.guard = diskGuard{fs: opts.FS, dir: opts.Dir, fullRatio: opts.DiskFullRatio,
 		minFree: uint64(opts.SegmentSize), log: s.log}
-	for _, d := range []string{opts.Dir, opts.consumeQueueDir(), opts.indexDir()} {
+	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", opts.Dir, err)
+	}
+	// One process per store: a second one would take the live store for a crashed one and
+	// recover (truncate, delete) under the first one's feet.
+	unlock, err := opts.FS.Lock(opts.lockPath())
+	if err != nil {
+		return nil, fmt.Errorf("store: data directory %s is in use: %w", opts.Dir, err)
+	}
+	s.unlock = unlock
+	if err := s.openParts(); err != nil {
+		return nil, errors.Join(err, unlock())
+	}
+	return s, nil
+}
+
+// openParts opens and recovers the commit log, the consume queues and the index, and
+// writes the abort file; on error everything it opened is closed again.
+func (s *Store) openParts() error {
+	opts := s.opts
+	for _, d := range []string{opts.consumeQueueDir(), opts.indexDir()} {
 		if err := opts.FS.MkdirAll(d); err != nil {
-			return nil, fmt.Errorf("store: create %s: %w", d, err)
+			return fmt.Errorf("store: create %s: %w", d, err)
 		}
 	}
 	var err error
 	if s.cl, err = commitlog.Open(opts.commitLogOptions()); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	if s.cqs, err = consumequeue.Open(opts.consumeQueueOptions()); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: %w", err), s.cl.Close())
+		return errors.Join(fmt.Errorf("store: %w", err), s.cl.Close())
 	}
 	if opts.IndexEnabled {
 		io := index.DefaultOptions()
 		io.Dir, io.FS, io.SlotNum, io.MaxEntries, io.Clock = opts.indexDir(), opts.FS, opts.IndexSlots, opts.IndexEntries, opts.Clock
 		if s.idx, err = index.Open(io); err != nil {
-			return nil, errors.Join(fmt.Errorf("store: %w", err), s.cqs.Close(), s.cl.Close())
+			return errors.Join(fmt.Errorf("store: %w", err), s.cqs.Close(), s.cl.Close())
 		}
 	}
 	if err := s.recover(); err != nil {
-		return nil, errors.Join(err, s.closeParts())
+		return errors.Join(err, s.closeParts())
 	}
 	if err := opts.FS.WriteFileAtomic(opts.abortPath(), nil); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: create abort file: %w", err), s.closeParts())
+		return errors.Join(fmt.Errorf("store: create abort file: %w", err), s.closeParts())
 	}
 	s.guard.check()
-	return s, nil
+	return nil
 }
 
 // Start launches the dispatcher, the checkpointer, the disk guard and the cleaner.
@@ -157,6 +178,7 @@ func (s *Store) Shutdown(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("store: %w", err))
 			}
 		}
+		errs = append(errs, s.unlock())
 	})
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,10 +74,19 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 		require.NoError(t, err, addr)
 		require.NoError(t, c.Close())
 	}
-	for _, p := range []string{"commitlog", "consumequeue", "config", "checkpoint", "abort"} {
+	for _, p := range []string{"commitlog", "consumequeue", "config", "checkpoint", "abort", "lock"} {
 		_, err := os.Stat(filepath.Join(data, p))
 		require.NoError(t, err, "%s under the data dir", p)
 	}
+	// A second process on the same data directory is refused, naming the holder, and
+	// exits without touching the store.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", freePort(t),
+		"--broker-listen", freePort(t)).CombinedOutput()
+	require.Error(t, err, "the second process must fail: %s", out)
+	require.Contains(t, string(out), "is in use")
+	require.Contains(t, string(out), strconv.Itoa(cmd.Process.Pid), "the error names the process holding the store")
 	start := time.Now()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	done := make(chan error, 1)

@@ -42,6 +42,7 @@ const (
 	OpFileWrite
 	OpFileSync
 	OpFileClose
+	OpLock
 	opEnd
 
 	// OpAll is every operation.
@@ -69,6 +70,8 @@ func (o Op) name() string {
 	switch o {
 	case OpOpenMapped:
 		return "OpenMapped"
+	case OpLock:
+		return "Lock"
 	case OpReadDir:
 		return "ReadDir"
 	case OpMkdirAll:
@@ -390,6 +393,14 @@ func (e *ErrorFS) DiskUsage(path string) (total, free uint64, err error) {
 		return 0, 0, err
 	}
 	return e.fs.DiskUsage(path)
+}
+
+// Lock implements FS.
+func (e *ErrorFS) Lock(path string) (func() error, error) {
+	if err := e.check(OpLock, path, ""); err != nil {
+		return nil, err
+	}
+	return e.fs.Lock(path)
 }
 
 // errMapped is a Mapped whose calls pass an ErrorFS's rules.

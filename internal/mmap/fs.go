@@ -125,7 +125,15 @@ type FS interface {
 	Size(path string) (int64, error)
 	// DiskUsage reports the total and free bytes of the file system holding path.
 	DiskUsage(path string) (total, free uint64, err error)
+	// Lock takes an exclusive lock on the file at path (created if missing) for this
+	// process, so that two processes never open the same store. The lock lasts until
+	// release is called or the process ends (a crash releases it too). When another
+	// holder has it, the error wraps ErrLocked and names the holder if it can.
+	Lock(path string) (release func() error, err error)
 }
+
+// ErrLocked is returned (wrapped) by FS.Lock when another process holds the lock.
+var ErrLocked = errors.New("mmap: locked by another process")
 
 // TempSuffix is appended to a path to name the temporary file WriteFileAtomic writes
 // before renaming it over the path.

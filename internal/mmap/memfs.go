@@ -37,6 +37,7 @@ type MemFS struct {
 		roots    map[string]*memNode // "/" and "." (relative paths)
 		capacity int64               // 0 = unlimited
 		used     int64               // bytes of the files reachable from the roots
+		locks    map[string]bool     // paths locked with Lock; a Crash clone has none
 	}
 }
 
@@ -81,6 +82,30 @@ func (m *MemFS) SetCapacity(n int64) {
 	m.mu.Lock()
 	m.mu.capacity = n
 	m.mu.Unlock()
+}
+
+// Lock implements FS: one holder per path within this MemFS (standing for one
+// process); the clone a Crash returns starts with no locks, as a restarted process would.
+func (m *MemFS) Lock(path string) (func() error, error) {
+	path = filepath.Clean(path)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.locks[path] {
+		return nil, fmt.Errorf("%w: %s is held", ErrLocked, path)
+	}
+	if m.mu.locks == nil {
+		m.mu.locks = make(map[string]bool)
+	}
+	m.mu.locks[path] = true
+	var once sync.Once
+	return func() error {
+		once.Do(func() {
+			m.mu.Lock()
+			delete(m.mu.locks, path)
+			m.mu.Unlock()
+		})
+		return nil
+	}, nil
 }
 
 // Crash returns what a power loss would leave: the durable entries of every directory

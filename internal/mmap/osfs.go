@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -311,6 +313,34 @@ func (OSFS) Size(path string) (int64, error) {
 		return 0, fmt.Errorf("mmap: stat: %w", err)
 	}
 	return fi.Size(), nil
+}
+
+// Lock implements FS with flock(2) on path, which the kernel releases when the process
+// ends however it ends. The holder writes its process id into the file, so a refused
+// process can say who has the store.
+func (OSFS) Lock(path string) (func() error, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			pid := strings.TrimSpace(string(holder))
+			if pid == "" {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("%w: %s is held by process %s", ErrLocked, path, pid)
+		}
+		return nil, fmt.Errorf("mmap: lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // diagnostics only
+	}
+	return func() error {
+		return errors.Join(unix.Flock(int(f.Fd()), unix.LOCK_UN), f.Close())
+	}, nil
 }
 
 // DiskUsage implements FS.
