@@ -92,3 +92,15 @@ func TestBrokerOptionsRefuseRolesWithoutReplication(t *testing.T) {
 		require.ErrorContains(t, err, "broker.brokerRole")
 	}
 }
+
+// diskForceCleanRatio 100 is documented as turning forced cleaning off; it must be
+// accepted with the default diskFullRatio (90), which is below it.
+func TestForceCleanRatio100IsAccepted(t *testing.T) {
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.DiskForceCleanRatio = 100
+	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.InDelta(t, 1.0, o.Store.DiskForceCleanRatio, 1e-9)
+	require.InDelta(t, 0.9, o.Store.DiskFullRatio, 1e-9)
+}

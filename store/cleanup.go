@@ -21,7 +21,7 @@ func (s *Store) cleanOnce() int {
 	now := s.now()
 	used := s.guard.used()
 	atHour := slices.Contains(s.opts.DeleteWhen, now.Hour())
-	force := used >= s.opts.DiskForceCleanRatio
+	force := s.opts.DiskForceCleanRatio < 1 && used >= s.opts.DiskForceCleanRatio
 	if !atHour && used < s.opts.DiskMaxUsedRatio && !force {
 		return 0
 	}
@@ -37,8 +37,16 @@ func (s *Store) cleanOnce() int {
 		return 0
 	}
 	minPhy := s.cl.MinOffset()
-	s.log.Info().Int("segments", n).Int64("newMinOffset", minPhy).Bool("forced", force).
-		Float64("diskUsed", used).Msg("deleted expired commit-log segments")
+	if force {
+		// Forced cleaning deletes segments whatever their age: their messages are gone
+		// for every consumer that had not read them yet.
+		s.log.Warn().Int("segments", n).Int64("newMinOffset", minPhy).Float64("diskUsed", used).
+			Float64("diskForceCleanRatio", s.opts.DiskForceCleanRatio).
+			Msg("disk nearly full: deleted the oldest commit-log segments, expired or not (their messages are lost)")
+	} else {
+		s.log.Info().Int("segments", n).Int64("newMinOffset", minPhy).
+			Float64("diskUsed", used).Msg("deleted expired commit-log segments")
+	}
 	if _, err := s.cqs.DeleteBefore(minPhy); err != nil {
 		s.log.Error().Err(err).Msg("deleting consume-queue files")
 	}

@@ -66,7 +66,8 @@ type Options struct {
 	// at any hour (0.75).
 	DiskMaxUsedRatio float64
 	// DiskForceCleanRatio: above this, the oldest segments are deleted even if not expired
-	// (0.85).
+	// (0.85) — acknowledged messages are lost that way, consumed or not. 1 disables forced
+	// cleaning; it may be above DiskFullRatio.
 	DiskForceCleanRatio float64
 	// DiskFullRatio: at or above this, writes are refused with ErrDiskFull until usage
 	// drops (0.90).
@@ -143,8 +144,9 @@ func (o *Options) Validate() error {
 	if o.FileReservedTime <= 0 {
 		bad("FileReservedTime must be positive, got %v", o.FileReservedTime)
 	}
-	if !(0 < o.DiskMaxUsedRatio && o.DiskMaxUsedRatio <= o.DiskForceCleanRatio && o.DiskForceCleanRatio <= o.DiskFullRatio && o.DiskFullRatio <= 1) {
-		bad("need 0 < DiskMaxUsedRatio <= DiskForceCleanRatio <= DiskFullRatio <= 1, got %v, %v, %v",
+	if !(0 < o.DiskMaxUsedRatio && o.DiskMaxUsedRatio <= o.DiskForceCleanRatio && o.DiskForceCleanRatio <= 1 &&
+		o.DiskMaxUsedRatio <= o.DiskFullRatio && o.DiskFullRatio <= 1) {
+		bad("need 0 < DiskMaxUsedRatio <= DiskForceCleanRatio <= 1 and DiskMaxUsedRatio <= DiskFullRatio <= 1, got %v, %v, %v",
 			o.DiskMaxUsedRatio, o.DiskForceCleanRatio, o.DiskFullRatio)
 	}
 	for _, h := range o.DeleteWhen {

@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +43,8 @@ commands:
   namesrv      name server only
   broker       broker only (registers with --namesrv-addr)
   config       print every configuration key and exit
+  version      print the version and exit
+  help         print this help and exit
 
 flags:
 `
@@ -67,7 +71,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	mode := args[0]
+	switch mode {
+	case "help", "-h", "--help":
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, usage)
+		fs.PrintDefaults()
+		return 0
+	case "version", "--version":
+		fmt.Fprintln(stdout, version())
+		return 0
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0 // pflag printed the usage
+		}
+		fmt.Fprintf(stderr, "ferry: %v (see ferry help)\n", err)
+		return 2
+	}
+	if extra := fs.Args(); len(extra) > 0 {
+		fmt.Fprintf(stderr, "ferry: unexpected argument %q (see ferry help)\n", extra[0])
 		return 2
 	}
 	cfg, err := conf.Load(conf.LoadOptions{Flags: fs})
@@ -101,6 +123,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+}
+
+// version describes this build: the module version (or "devel"), the VCS revision when
+// the binary was built from a checkout, and the Go version.
+func version() string {
+	v, rev, goVersion := "devel", "", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return "ferry " + v + rev + " (" + goVersion + ")"
 }
 
 // netpollLog adapts netpoll's log output to a zerolog logger.

@@ -34,6 +34,32 @@ func TestRunUsageAndConfig(t *testing.T) {
 	require.Equal(t, 2, run(context.Background(), []string{"nope"}, &out, &errb))
 }
 
+// Help and version are answers, not errors; a bad flag or a stray argument is an error
+// that says what was wrong.
+func TestRunHelpVersionAndBadArguments(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run(context.Background(), args, &out, &errb), "%v", args)
+		require.Contains(t, out.String(), "standalone", "%v prints the usage on stdout", args)
+		require.Contains(t, out.String(), "--data-dir")
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"version"}, &out, &errb))
+	require.True(t, strings.HasPrefix(out.String(), "ferry "), out.String())
+	require.Contains(t, out.String(), "go1.")
+
+	for args, want := range map[string]string{
+		"broker --no-such-flag":      "unknown flag: --no-such-flag",
+		"broker --data-dir":          "flag needs an argument",
+		"standalone extra-thing":     `unexpected argument "extra-thing"`,
+		"namesrv --log-level info x": `unexpected argument "x"`,
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, run(context.Background(), strings.Fields(args), &out, &errb), args)
+		require.Contains(t, errb.String(), want, args)
+	}
+}
+
 // freePort returns a currently free loopback address.
 func freePort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
