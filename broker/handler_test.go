@@ -280,3 +280,28 @@ func TestSendHandlerAllocs(t *testing.T) {
 	})
 	require.LessOrEqual(t, n, 3.0)
 }
+
+// A batch too large to answer is refused before anything is stored.
+func TestBatchMessageCountIsBounded(t *testing.T) {
+	f := newSenderFixture(16)
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", Batch: true}
+	item := protocol.BatchItem{Body: []byte("x")}
+	var body []byte
+	var err error
+	for range maxBatchMessages {
+		body, err = protocol.AppendBatchItem(body, item)
+		require.NoError(t, err)
+	}
+	resp, err := f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendBatchMessage, h, body))
+	require.NoError(t, err, "exactly the limit is accepted")
+	require.Equal(t, int16(protocol.Success), resp.Code)
+	require.Len(t, f.store.puts[0], maxBatchMessages)
+
+	body, err = protocol.AppendBatchItem(body, item)
+	require.NoError(t, err)
+	_, err = f.s.handleSend(context.Background(), fakeChannel{}, sendRequest(protocol.SendBatchMessage, h, body))
+	var ce *remoting.CodeError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, int16(protocol.MessageIllegal), ce.Code)
+	require.Len(t, f.store.puts, 1, "nothing more was stored")
+}

@@ -35,6 +35,11 @@ import (
 	"github.com/ferrymq/ferry/transaction"
 )
 
+// maxBatchMessages bounds the messages of one SEND_BATCH_MESSAGE. The response names every
+// stored message's id (33 bytes each, comma-joined); this keeps it near 2 MiB, far inside
+// the 16 MiB header limit, so a batch that is stored can always be answered.
+const maxBatchMessages = 1 << 16
+
 // sendKind classifies a send request; it is decided once per request.
 type sendKind uint8
 
@@ -265,6 +270,9 @@ func (s *sender) batchRecords(body []byte, h *protocol.SendMessageRequestHeader,
 	out := (*buf)[:0]
 	r := protocol.NewBatchReader(body)
 	for r.Next() {
+		if len(recs) == maxBatchMessages {
+			return nil, first, fail(protocol.MessageIllegal, "a batch holds at most %d messages", maxBatchMessages)
+		}
 		it := r.Item()
 		sp := message.ScanProperties(it.Properties)
 		if len(recs) == 0 {

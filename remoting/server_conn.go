@@ -116,7 +116,15 @@ func (c *serverConn) Reply(req, resp *Command) error {
 		resp.written(nil)
 	} else {
 		prepareReply(req, resp)
-		err = c.write(resp)
+		if err = c.write(resp); err != nil && !errors.Is(err, ErrConnClosed) {
+			// The response could not be encoded (a header over 16 MiB, say): answer with
+			// the reason rather than leave the caller waiting until its timeout.
+			c.srv.log.Error().Err(err).Int16("code", resp.Code).Int32("opaque", req.Opaque).Str("remote", c.remote).
+				Msg("response could not be sent; answering SYSTEM_ERROR instead")
+			fallback := NewResponse(req, CodeSystemError, "response could not be sent: "+err.Error())
+			prepareReply(req, fallback)
+			_ = c.write(fallback)
+		}
 	}
 	c.srv.requestDone(c)
 	return err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -616,4 +617,23 @@ func TestShutdownRightAfterStart(t *testing.T) {
 		require.NoError(t, s.Shutdown(ctx))
 		cancel()
 	}
+}
+
+// A response that cannot be encoded (here a header over the 24-bit limit) is replaced by
+// SYSTEM_ERROR naming the reason; the caller never waits for its timeout.
+func TestUnencodableResponseIsAnsweredWithAnError(t *testing.T) {
+	const codeHuge int16 = 1007
+	huge := strings.Repeat("x", 17<<20)
+	s := testServer(t, nil, map[int16]Handler{codeHuge: HandlerFunc(func(_ context.Context, _ Channel, req *Command) (*Command, error) {
+		resp := NewResponse(req, CodeSuccess, "")
+		resp.ExtFields.Set("msgId", huge)
+		return resp, nil
+	})})
+	c := testClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, s.Addr().String(), NewRequest(codeHuge, nil))
+	require.NoError(t, err)
+	require.Equal(t, CodeSystemError, resp.Code)
+	require.Contains(t, resp.Remark, "header too large")
 }
