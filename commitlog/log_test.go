@@ -345,11 +345,22 @@ func TestOpenLayout(t *testing.T) {
 	require.ErrorIs(t, err, ErrLayout)
 	_, err = Open(testOptions(mk(t, 100), "/log"))
 	require.ErrorIs(t, err, ErrLayout)
+	// A short segment in the middle is a broken layout; a short last one is a torn tail
+	// (padded back to size, see TestShortLastSegmentIsATornTail).
 	fs := mk(t, 0)
 	_, err = fs.OpenMapped(segPath("/log", testSegSize), 4096, true)
 	require.NoError(t, err)
+	_, err = fs.OpenMapped(segPath("/log", 2*testSegSize), testSegSize, true)
+	require.NoError(t, err)
 	_, err = Open(testOptions(fs, "/log"))
 	require.ErrorIs(t, err, ErrLayout)
+	require.NoError(t, fs.Remove(segPath("/log", 2*testSegSize)))
+	short, err := Open(testOptions(fs, "/log"))
+	require.NoError(t, err, "a short last segment opens")
+	size, err := fs.Size(segPath("/log", testSegSize))
+	require.NoError(t, err)
+	require.Equal(t, int64(testSegSize), size)
+	require.NoError(t, short.Close())
 
 	// A zero-length last segment (crash during creation) is removed; other files ignored.
 	fs = mk(t, 0, testSegSize)

@@ -43,6 +43,7 @@ const (
 	OpFileSync
 	OpFileClose
 	OpLock
+	OpExtend
 	opEnd
 
 	// OpAll is every operation.
@@ -72,6 +73,8 @@ func (o Op) name() string {
 		return "OpenMapped"
 	case OpLock:
 		return "Lock"
+	case OpExtend:
+		return "Extend"
 	case OpReadDir:
 		return "ReadDir"
 	case OpMkdirAll:
@@ -393,6 +396,14 @@ func (e *ErrorFS) DiskUsage(path string) (total, free uint64, err error) {
 		return 0, 0, err
 	}
 	return e.fs.DiskUsage(path)
+}
+
+// Extend implements FS.
+func (e *ErrorFS) Extend(path string, size int64) error {
+	if err := e.check(OpExtend, path, ""); err != nil {
+		return err
+	}
+	return e.fs.Extend(path, size)
 }
 
 // Lock implements FS.

@@ -125,6 +125,10 @@ type FS interface {
 	Size(path string) (int64, error)
 	// DiskUsage reports the total and free bytes of the file system holding path.
 	DiskUsage(path string) (total, free uint64, err error)
+	// Extend grows the file at path to size bytes, the new ones zero, and makes the new
+	// size durable. A file at least that long is left alone. (Recovery uses it to restore
+	// a segment a crash or an operator left short.)
+	Extend(path string, size int64) error
 	// Lock takes an exclusive lock on the file at path (created if missing) for this
 	// process, so that two processes never open the same store. The lock lasts until
 	// release is called or the process ends (a crash releases it too). When another

@@ -65,3 +65,24 @@ func TestErrorFSInjectsLockFailures(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, release())
 }
+
+func TestExtendGrowsDurablyWithZeros(t *testing.T) {
+	mem := NewMemFS()
+	for name, tc := range map[string]struct {
+		fs   FS
+		path string
+	}{
+		"os":  {OSFS{}, filepath.Join(t.TempDir(), "f")},
+		"mem": {mem, "/f"},
+	} {
+		require.NoError(t, WriteFileAtomic(tc.fs, tc.path, []byte("abc")), name)
+		require.NoError(t, tc.fs.Extend(tc.path, 10), name)
+		require.NoError(t, tc.fs.Extend(tc.path, 5), "%s: shrinking is not extending", name)
+		got, err := tc.fs.ReadFile(tc.path)
+		require.NoError(t, err, name)
+		require.Equal(t, append([]byte("abc"), make([]byte, 7)...), got, name)
+	}
+	got, err := mem.Crash(nil, 0).ReadFile("/f")
+	require.NoError(t, err)
+	require.Len(t, got, 10, "the new size survives a crash")
+}

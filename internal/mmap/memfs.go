@@ -542,6 +542,30 @@ func (m *MemFS) Size(path string) (int64, error) {
 	return int64(len(n.data)), nil
 }
 
+// Extend implements FS; the grown size and its zero bytes are durable at once.
+func (m *MemFS) Extend(path string, size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.lookupLocked(path)
+	if n == nil || n.dir {
+		return fmt.Errorf("mmap: extend %s: %w", path, fs.ErrNotExist)
+	}
+	grow := size - int64(len(n.data))
+	if grow <= 0 {
+		return nil
+	}
+	if m.mu.capacity > 0 && m.mu.used+grow > m.mu.capacity {
+		return fmt.Errorf("mmap: extend %s by %d bytes: %w", path, grow, ErrNoSpace)
+	}
+	m.mu.used += grow
+	n.data = append(n.data, make([]byte, grow)...)
+	if n.durable != nil {
+		n.durable = append(n.durable[:n.durLen:n.durLen], make([]byte, int(size)-n.durLen)...)
+	}
+	n.durLen = int(size)
+	return nil
+}
+
 // DiskUsage reports the capacity (or 1 TiB when unlimited) and what is left of it.
 func (m *MemFS) DiskUsage(string) (total, free uint64, err error) {
 	m.mu.Lock()

@@ -315,6 +315,29 @@ func (OSFS) Size(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
+// Extend implements FS: ftruncate(2) up to size, then fsync for the new size. The blocks
+// are reserved by the next OpenMapped's fallocate.
+func (OSFS) Extend(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("mmap: extend %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() < size {
+		err = f.Truncate(size)
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: extend %s: %w", path, err)
+	}
+	return nil
+}
+
 // Lock implements FS with flock(2) on path, which the kernel releases when the process
 // ends however it ends. The holder writes its process id into the file, so a refused
 // process can say who has the store.
