@@ -289,6 +289,14 @@ func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
 	return context.WithValue(context.Background(), connKey{}, c)
 }
 
+// ErrTLSNotEnabled is the reason a connection that starts a TLS handshake is closed: the
+// port speaks plain remoting frames.
+var ErrTLSNotEnabled = errors.New("remoting: TLS handshake on a plain-text port")
+
+// looksLikeTLS reports whether the first bytes of a connection are a TLS handshake record
+// (content type 22, protocol version 3.x), which as a frame length reads as ~370 MB.
+func looksLikeTLS(head []byte) bool { return len(head) >= 2 && head[0] == 0x16 && head[1] == 0x03 }
+
 // onRequest decodes every complete frame available on the connection. It runs on the
 // connection's reactor goroutine, one call at a time per connection.
 func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
@@ -304,6 +312,9 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 		}
 		n, err := ParseLength(head, s.opts.MaxFrameSize)
 		if err != nil {
+			if looksLikeTLS(head) {
+				return c.abort(ErrTLSNotEnabled, "a TLS handshake arrived, but TLS is not enabled on this port")
+			}
 			return c.abort(err, "bad frame length")
 		}
 		raw, err := r.Next(LengthFieldSize + n)

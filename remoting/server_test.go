@@ -1,7 +1,9 @@
 package remoting
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -636,4 +639,37 @@ func TestUnencodableResponseIsAnsweredWithAnError(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, CodeSystemError, resp.Code)
 	require.Contains(t, resp.Remark, "header too large")
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines to log into.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A TLS client on a plain port is told apart from a garbage frame: the log says TLS is
+// not enabled there, and the connection is closed (the handshake fails at once).
+func TestTLSHandshakeOnPlainPortIsRecognised(t *testing.T) {
+	var logs lockedBuffer
+	s := testServer(t, func(o *ServerOptions) { o.Logger = zerolog.New(&logs) }, map[int16]Handler{codeEcho: echo})
+	conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the handshake is meant to fail
+	if err == nil {
+		_ = conn.Close()
+	}
+	require.Error(t, err, "the handshake cannot succeed")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "TLS is not enabled on this port") },
+		5*time.Second, time.Millisecond)
+	require.Contains(t, logs.String(), ErrTLSNotEnabled.Error())
 }
