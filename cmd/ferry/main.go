@@ -105,6 +105,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// netpoll logs through its own process-wide logger (for example a peer resetting a
 	// connection); route it into ours at debug level instead of raw stderr lines.
 	netpoll.SetLoggerOutput(netpollLog{log.With().Str("component", "netpoll").Logger()})
+	for _, u := range conf.UnknownEnvVars(os.Environ()) {
+		ev := log.Warn().Str("variable", u.Name)
+		if u.Suggestion != "" {
+			ev = ev.Str("didYouMean", u.Suggestion)
+		}
+		ev.Msg("environment variable configures nothing (not a Ferry setting)")
+	}
 	switch mode {
 	case "config":
 		for _, k := range conf.Keys() {

@@ -128,3 +128,12 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	_, err = os.Stat(filepath.Join(data, "abort"))
 	require.True(t, os.IsNotExist(err), "abort file removed by the clean shutdown")
 }
+
+// A misspelled FERRY_* variable is not silently ignored: it is logged with the likely key.
+func TestRunWarnsAboutUnknownEnvironmentVariables(t *testing.T) {
+	t.Setenv("FERRY_BROKER_LISTN", "127.0.0.1:1")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"config"}, &out, &errb))
+	require.Contains(t, errb.String(), "FERRY_BROKER_LISTN")
+	require.Contains(t, errb.String(), "FERRY_BROKER_LISTEN")
+}
