@@ -68,10 +68,15 @@ func (f *fakeGroups) FindOrCreate(group string) (groupconf.Config, bool, error) 
 	return c, false, nil
 }
 
-type fakeSched struct{ calls int }
+// fakeSched records what the send path asks of the schedule rewrite; it parks nothing.
+type fakeSched struct {
+	calls     int
+	lastDelay []byte // the DELAY level the last call's scan carried
+}
 
-func (f *fakeSched) RewriteScanned(rec *message.Record, _ *message.SendProps, _ []byte) ([]byte, bool, error) {
+func (f *fakeSched) RewriteScanned(rec *message.Record, sp *message.SendProps, _ []byte) ([]byte, bool, error) {
 	f.calls++
+	f.lastDelay = sp.DelayLevel
 	return rec.Properties, false, nil
 }
 
@@ -195,8 +200,10 @@ func TestDirectRetrySendPastLimitGoesToDLQ(t *testing.T) {
 			require.Equal(t, "%DLQ%g", string(rec.Topic), "%+v", tc)
 			_, delayed := message.LookupProperty(rec.Properties, message.PropertyDelayLevel)
 			require.False(t, delayed, "a dead letter is not delayed")
+			require.Nil(t, f.sched.lastDelay, "nor asked to be parked by the schedule rewrite")
 		} else {
 			require.Equal(t, "%RETRY%g", string(rec.Topic), "%+v", tc)
+			require.Equal(t, "3", string(f.sched.lastDelay), "a retry keeps its delay")
 		}
 	}
 }

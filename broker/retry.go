@@ -53,7 +53,9 @@ func exhausted(reconsumeTimes, limit int32) bool { return reconsumeTimes >= limi
 // limit to the group's dead-letter topic instead, without delay (remoting spec §6.1 step
 // 4). The official clients send maxReconsumeTimes 0 on every plain send, so only a
 // positive value counts as the client's own limit here.
-func (p *retryPolicy) redirectExhausted(h *protocol.SendMessageRequestHeader, rec *message.Record) error {
+// The record's DELAY property is removed, and sp (the scan of its properties) updated to
+// match, so the schedule rewrite that follows does not park the dead letter.
+func (p *retryPolicy) redirectExhausted(h *protocol.SendMessageRequestHeader, rec *message.Record, sp *message.SendProps) error {
 	group, ok := protocol.RetryGroup(h.Topic)
 	if !ok {
 		return nil
@@ -71,6 +73,7 @@ func (p *retryPolicy) redirectExhausted(h *protocol.SendMessageRequestHeader, re
 	}
 	rec.Topic, rec.QueueID = []byte(cfg.TopicName), 0
 	rec.Properties = message.RemoveProperty(rec.Properties, message.PropertyDelayLevel)
+	sp.DelayLevel = nil
 	p.log.Info().Str("group", group).Int32("reconsumeTimes", h.ReconsumeTimes).Msg("retry message moved to the dead-letter queue")
 	return nil
 }

@@ -153,7 +153,7 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	case sendPrepared:
 		return s.prepare(ch, req, &recs[0], sp)
 	case sendPlain:
-		if err := s.retry.redirectExhausted(&h, &recs[0]); err != nil {
+		if err := s.retry.redirectExhausted(&h, &recs[0], sp); err != nil {
 			return nil, err
 		}
 		queueID = recs[0].QueueID
@@ -243,7 +243,7 @@ func (s *sender) appendUniqKey(dst []byte, sp *message.SendProps) []byte {
 	dst = append(dst, message.PropertyUniqKey...)
 	dst = append(dst, message.NameValueSeparator)
 	start := len(dst)
-	dst = s.uniq.AppendNext(dst)
+	dst = s.uniq.AppendNext(dst) // generated in place: AppendPair would need it copied
 	end := len(dst)
 	dst = append(dst, message.PropertySeparator)
 	sp.UniqKey = dst[start:end:end]

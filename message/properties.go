@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -201,6 +202,24 @@ func AppendProperty(dst []byte, key, value string) ([]byte, error) {
 		return dst, err
 	}
 	return appendPair(dst, key, value), nil
+}
+
+// AppendPair appends one encoded pair "key 0x01 value 0x02" without checking either for
+// separators: for hot paths whose key is a constant and whose value cannot hold one (a
+// validated topic name, an id, a property value split out of encoded properties).
+func AppendPair(dst []byte, key string, value []byte) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, PropertySeparator)
+}
+
+// AppendIntPair appends "key 0x01 decimal(v) 0x02" (see AppendPair).
+func AppendIntPair(dst []byte, key string, v int64) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, NameValueSeparator)
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, PropertySeparator)
 }
 
 func appendPair[S ~string | ~[]byte](dst []byte, key, value S) []byte {

@@ -52,9 +52,6 @@ func ScanProperties(props []byte) SendProps {
 
 // set records one pair.
 func (s *SendProps) set(k, v []byte) {
-	if v == nil {
-		v = []byte{}
-	}
 	switch string(k) {
 	case PropertyUniqKey:
 		s.UniqKey = v

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/ferrymq/ferry/message"
@@ -108,10 +107,10 @@ func (s *Service) rewriteLevel(rec *message.Record, buf []byte, level int64) ([]
 	}
 	p := appendPropsWithout(buf[:0], rec.Properties, drop)
 	if drop&dropDelay != 0 {
-		p = appendIntPair(p, message.PropertyDelayLevel, level)
+		p = message.AppendIntPair(p, message.PropertyDelayLevel, level)
 	}
-	p = appendPair(p, message.PropertyRealTopic, rec.Topic)
-	p = appendIntPair(p, message.PropertyRealQueueID, int64(rec.QueueID))
+	p = message.AppendPair(p, message.PropertyRealTopic, rec.Topic)
+	p = message.AppendIntPair(p, message.PropertyRealQueueID, int64(rec.QueueID))
 	rec.Properties = p
 	rec.Topic = s.scheduleTopic
 	rec.QueueID = int32(level - 1)
@@ -164,9 +163,9 @@ func (s *Service) rewriteTimer(rec *message.Record, sp *message.SendProps, buf [
 		return rec.Properties, false, fmt.Errorf("%w: %w: %q", ErrMessageIllegal, ErrBadRealTopic, rec.Topic)
 	}
 	p := appendPropsWithout(buf[:0], rec.Properties, dropReal|dropTimerOut)
-	p = appendIntPair(p, message.PropertyTimerOutMs, deliver)
-	p = appendPair(p, message.PropertyRealTopic, rec.Topic)
-	p = appendIntPair(p, message.PropertyRealQueueID, int64(rec.QueueID))
+	p = message.AppendIntPair(p, message.PropertyTimerOutMs, deliver)
+	p = message.AppendPair(p, message.PropertyRealTopic, rec.Topic)
+	p = message.AppendIntPair(p, message.PropertyRealQueueID, int64(rec.QueueID))
 	rec.Properties = p
 	rec.Topic = s.timerTopic
 	rec.QueueID = 0
@@ -263,23 +262,6 @@ func appendPropsWithout(dst, props []byte, drop dropSet) []byte {
 		}
 	}
 	return dst
-}
-
-// appendPair appends "key 0x01 value 0x02". Callers guarantee that neither holds a
-// separator.
-func appendPair(dst []byte, key string, value []byte) []byte {
-	dst = append(dst, key...)
-	dst = append(dst, message.NameValueSeparator)
-	dst = append(dst, value...)
-	return append(dst, message.PropertySeparator)
-}
-
-// appendIntPair appends "key 0x01 decimal(v) 0x02".
-func appendIntPair(dst []byte, key string, v int64) []byte {
-	dst = append(dst, key...)
-	dst = append(dst, message.NameValueSeparator)
-	dst = strconv.AppendInt(dst, v, 10)
-	return append(dst, message.PropertySeparator)
 }
 
 // hasSeparator reports whether b holds a property separator.

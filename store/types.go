@@ -1,10 +1,6 @@
 package store
 
-import (
-	"fmt"
-
-	"github.com/ferrymq/ferry/commitlog"
-)
+import "github.com/ferrymq/ferry/commitlog"
 
 // The store is the facade of its parts: these names let the layers above (broker,
 // schedule, transaction) use the commit log's result and view types without importing
@@ -38,15 +34,9 @@ const (
 // releases the view. The record's header is decoded first, so an offset that does not
 // start a record is an error rather than bytes a client cannot decode.
 func (s *Store) ReadRecordBytes(phy int64) ([]byte, *View, error) {
-	rec, v, err := s.ReadMessage(phy)
+	_, v, err := s.ReadMessage(phy) // the view covers exactly the record
 	if err != nil {
 		return nil, nil, err
 	}
-	size := int(rec.StoreSize)
-	v.Release()
-	raw, err := s.cl.Read(phy, size)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w at %d: %w", ErrNotFound, phy, err)
-	}
-	return raw.Bytes(), raw, nil
+	return v.Bytes(), v, nil
 }

@@ -55,13 +55,10 @@ func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wai
 	if sp.Bookkeeping == 0 && !bytes.ContainsAny(rec.Topic, "\x01\x02") {
 		props = make([]byte, 0, len(rec.Properties)+len(rec.Topic)+len(uniq)+64)
 		props = append(props, rec.Properties...)
-		props = appendPair(props, message.PropertyRealTopic, rec.Topic)
-		props = append(props, message.PropertyRealQueueID...)
-		props = append(props, message.NameValueSeparator)
-		props = strconv.AppendInt(props, int64(rec.QueueID), 10)
-		props = append(props, message.PropertySeparator)
+		props = message.AppendPair(props, message.PropertyRealTopic, rec.Topic)
+		props = message.AppendIntPair(props, message.PropertyRealQueueID, int64(rec.QueueID))
 		if len(uniq) > 0 {
-			props = appendPair(props, message.PropertyTransactionID, uniq)
+			props = message.AppendPair(props, message.PropertyTransactionID, uniq)
 		}
 	} else {
 		props = stripProperties(rec.Properties,
@@ -85,15 +82,6 @@ func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wai
 	half.Properties = props
 	res, err := s.opts.Store.PutMessage(&half, wait)
 	return PrepareResult{Append: res, QueueID: rec.QueueID, TransactionID: string(uniq)}, err
-}
-
-// appendPair appends "key 0x01 value 0x02". The caller has checked that value holds no
-// separator (topic names and UNIQ_KEYs cannot).
-func appendPair(dst []byte, key string, value []byte) []byte {
-	dst = append(dst, key...)
-	dst = append(dst, message.NameValueSeparator)
-	dst = append(dst, value...)
-	return append(dst, message.PropertySeparator)
 }
 
 // End applies an END_TRANSACTION. It reads the half message at req.CommitLogOffset and
