@@ -149,28 +149,3 @@ func (r *extReader) optBool(key string, required bool) *bool {
 	}
 	return &b
 }
-
-func fmtInt32(v int32) string { return strconv.FormatInt(int64(v), 10) }
-func fmtInt64(v int64) string { return strconv.FormatInt(v, 10) }
-func fmtBool(v bool) string   { return strconv.FormatBool(v) }
-
-// putStr writes a string field only when it is non-empty.
-func putStr(ext *remoting.Ext, key, v string) {
-	if v != "" {
-		ext.Set(key, v)
-	}
-}
-
-// putInt32 writes an optional int32 field only when it is non-zero.
-func putInt32(ext *remoting.Ext, key string, v int32) {
-	if v != 0 {
-		ext.Set(key, fmtInt32(v))
-	}
-}
-
-// putOptBool writes an optional tri-state boolean only when it is set.
-func putOptBool(ext *remoting.Ext, key string, v *bool) {
-	if v != nil {
-		ext.Set(key, fmtBool(*v))
-	}
-}

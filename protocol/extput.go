@@ -1,11 +1,13 @@
 package protocol
 
-import "github.com/ferrymq/ferry/remoting"
+import (
+	"strconv"
 
-// Helpers that read and write extFields values. Header codecs touch the
-// extFields container only through these functions and the extReader (see
-// errors.go), so that the container type can change without touching the
-// headers.
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// Helpers that write extFields values (reading goes through extReader, in
+// errors.go); header codecs touch the remoting.Ext only through them.
 //
 // set* writes a field unconditionally (required fields, and optional fields a
 // type documents as always written); put* writes an optional field only when
@@ -78,4 +80,29 @@ func decodeOneStr(ext remoting.Ext, key string) (string, error) {
 	r := extReader{ext: ext}
 	v := r.str(key, true)
 	return v, r.err
+}
+
+func fmtInt32(v int32) string { return strconv.FormatInt(int64(v), 10) }
+func fmtInt64(v int64) string { return strconv.FormatInt(v, 10) }
+func fmtBool(v bool) string   { return strconv.FormatBool(v) }
+
+// putStr writes a string field only when it is non-empty.
+func putStr(ext *remoting.Ext, key, v string) {
+	if v != "" {
+		ext.Set(key, v)
+	}
+}
+
+// putInt32 writes an optional int32 field only when it is non-zero.
+func putInt32(ext *remoting.Ext, key string, v int32) {
+	if v != 0 {
+		ext.Set(key, fmtInt32(v))
+	}
+}
+
+// putOptBool writes an optional tri-state boolean only when it is set.
+func putOptBool(ext *remoting.Ext, key string, v *bool) {
+	if v != nil {
+		ext.Set(key, fmtBool(*v))
+	}
 }
