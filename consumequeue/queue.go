@@ -37,8 +37,9 @@ type Queue struct {
 	units    int64 // units per segment
 	fileSize int64
 
-	max atomic.Int64 // next queue offset to write; published after the unit is written
-	min atomic.Int64 // first readable queue offset
+	max     atomic.Int64 // next queue offset to write; published after the unit is written
+	min     atomic.Int64 // first readable queue offset
+	dropped atomic.Bool  // the last Recover dropped units or files that held data
 
 	w struct {
 		sync.Mutex
@@ -81,6 +82,12 @@ func (q *Queue) QueueID() int32 { return q.queueID }
 
 // MinOffset is the first queue offset that can be read.
 func (q *Queue) MinOffset() int64 { return q.min.Load() }
+
+// Dropped reports whether the last Recover dropped units or segment files that held data:
+// a torn tail, a damaged unit (everything from it on is dropped) or a missing or wrongly
+// sized segment. The queue then ends before what was dropped, and the commit log is the
+// only place its missing units can come from.
+func (q *Queue) Dropped() bool { return q.dropped.Load() }
 
 // MaxOffset is the next queue offset to be written: the number of units ever written to
 // the queue (including those removed from its start).

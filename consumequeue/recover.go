@@ -8,9 +8,12 @@ import (
 
 // Recover reloads the queue from its files: it maps every segment, scans the newest ones up
 // to the first invalid unit (zero, negative, or not after the previous unit in the commit
-// log), zeroes and syncs what follows it in that segment, and removes later segments.
-// MinOffset becomes the first unit after any pre-blank units. Store.Open calls it for every
-// queue it finds; call it again only while nothing else uses the queue.
+// log), zeroes and syncs what follows it in that segment, and removes later segments. A
+// segment that is missing from the sequence or wrongly sized ends the queue the same way:
+// it and every later segment are removed. MinOffset becomes the first unit after any
+// pre-blank units. Whether anything that held data was dropped is reported by Dropped, so
+// the owner can re-derive the queue's tail from the commit log. Store.Open calls it for
+// every queue it finds; call it again only while nothing else uses the queue.
 func (q *Queue) Recover() error {
 	q.w.Lock()
 	defer q.w.Unlock()
@@ -27,21 +30,25 @@ func (q *Queue) Recover() error {
 		return fmt.Errorf("consumequeue: %s: %w", q, err)
 	}
 
-	segs, err := q.loadSegments()
+	segs, dropped, err := q.loadSegments()
 	if err != nil {
 		return err
 	}
-	end, err := q.scanAndCut(segs)
+	end, cut, err := q.scanAndCut(segs)
 	if err != nil {
 		return errors.Join(err, closeSegments(segs))
 	}
 	if keep := q.segmentsUpTo(segs, end); keep < len(segs) {
 		removed := segs[keep:]
 		segs = segs[:keep]
+		for _, s := range removed {
+			cut = cut || lastNonZero(s.b) > 0
+		}
 		if err := q.removeSegments(removed); err != nil {
 			return errors.Join(err, closeSegments(segs))
 		}
 	}
+	q.dropped.Store(dropped || cut)
 
 	minOff := end
 	q.w.hasLast, q.w.last = false, Unit{}
@@ -64,12 +71,15 @@ func (q *Queue) Recover() error {
 	return nil
 }
 
-// loadSegments maps the queue's segment files, oldest first. A wrongly sized newest file
-// (left by a crash while it was being created) is removed.
-func (q *Queue) loadSegments() ([]*segment, error) {
+// loadSegments maps the queue's segment files, oldest first. The queue ends before the
+// first file that does not follow the one before it or is wrongly sized (a crash while it
+// was being created, or damage): that file and every later one are removed, and dropped
+// reports it. A file whose name is not a segment name of this queue's unit count is
+// ErrCorrupt: it was written with other settings, and nothing should be guessed.
+func (q *Queue) loadSegments() (segs []*segment, dropped bool, err error) {
 	names, err := q.fs.ReadDir(q.dir)
 	if err != nil {
-		return nil, fmt.Errorf("consumequeue: %s: %w", q, err)
+		return nil, false, fmt.Errorf("consumequeue: %s: %w", q, err)
 	}
 	var bases []int64
 	for _, name := range names {
@@ -78,44 +88,53 @@ func (q *Queue) loadSegments() ([]*segment, error) {
 		}
 		base, ok := parseSegmentName(name, q.fileSize)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: file %q is not a segment of %d units", ErrCorrupt, q, name, q.units)
-		}
-		if n := len(bases); n > 0 && base != bases[n-1]+q.units {
-			return nil, fmt.Errorf("%w: %s: segment %q does not follow %q", ErrCorrupt, q, name, segmentName(bases[n-1]))
+			return nil, false, fmt.Errorf("%w: %s: file %q is not a segment of %d units", ErrCorrupt, q, name, q.units)
 		}
 		bases = append(bases, base)
 	}
-	segs := make([]*segment, 0, len(bases))
+	segs = make([]*segment, 0, len(bases))
 	for i, base := range bases {
 		path := filepath.Join(q.dir, segmentName(base))
 		size, err := q.fs.Size(path)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("consumequeue: %s: %w", q, err), closeSegments(segs))
+			return nil, false, errors.Join(fmt.Errorf("consumequeue: %s: %w", q, err), closeSegments(segs))
 		}
-		if size != q.fileSize {
-			if i == len(bases)-1 {
-				if err := q.fs.Remove(path); err != nil {
-					return nil, errors.Join(fmt.Errorf("consumequeue: %s: remove partial segment: %w", q, err), closeSegments(segs))
-				}
-				break
+		if size != q.fileSize || (i > 0 && base != bases[i-1]+q.units) {
+			if err := q.dropFiles(bases[i:]); err != nil {
+				return nil, false, errors.Join(err, closeSegments(segs))
 			}
-			return nil, errors.Join(fmt.Errorf("%w: %s: segment %s has %d bytes, want %d", ErrCorrupt, q, path, size, q.fileSize), closeSegments(segs))
+			return segs, true, nil
 		}
 		m, err := q.fs.OpenMapped(path, q.fileSize, false)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("consumequeue: %s: %w", q, err), closeSegments(segs))
+			return nil, false, errors.Join(fmt.Errorf("consumequeue: %s: %w", q, err), closeSegments(segs))
 		}
 		segs = append(segs, &segment{base: base, m: m, b: m.Bytes()})
 	}
-	return segs, nil
+	return segs, false, nil
+}
+
+// dropFiles removes the segment files of bases (newest first) and syncs the directory.
+func (q *Queue) dropFiles(bases []int64) error {
+	var err error
+	for i := len(bases) - 1; i >= 0; i-- {
+		if rerr := q.fs.Remove(filepath.Join(q.dir, segmentName(bases[i]))); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	err = errors.Join(err, q.fs.SyncDir(q.dir))
+	if err != nil {
+		return fmt.Errorf("consumequeue: %s: remove damaged segments: %w", q, err)
+	}
+	return nil
 }
 
 // scanAndCut finds the end of the valid units and zeroes (durably) the rest of the segment
-// holding it. Like RocketMQ it scans only the last three segments, but it starts earlier if
-// an older segment does not end with a valid unit.
-func (q *Queue) scanAndCut(segs []*segment) (int64, error) {
+// holding it, reporting whether that rest held data. Like RocketMQ it scans only the last
+// three segments, but it starts earlier if an older segment does not end with a valid unit.
+func (q *Queue) scanAndCut(segs []*segment) (end int64, cut bool, err error) {
 	if len(segs) == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	start := max(0, len(segs)-3)
 	for i := range start {
@@ -130,7 +149,7 @@ func (q *Queue) scanAndCut(segs []*segment) (int64, error) {
 		s := segs[start-1]
 		prev = decodeUnit(s.unit(s.base + q.units - 1))
 	}
-	end := segs[len(segs)-1].base + q.units
+	end = segs[len(segs)-1].base + q.units
 scan:
 	for _, s := range segs[start:] {
 		for o := s.base; o < s.base+q.units; o++ {
@@ -146,13 +165,14 @@ scan:
 		s := segs[i]
 		from := (end - s.base) * UnitSize
 		if to := lastNonZero(s.b[from:]); to > 0 {
+			cut = true
 			clear(s.b[from : from+int64(to)])
 			if err := s.m.Sync(from, int64(to)); err != nil {
-				return 0, fmt.Errorf("consumequeue: %s: clear torn tail: %w", q, err)
+				return 0, false, fmt.Errorf("consumequeue: %s: clear torn tail: %w", q, err)
 			}
 		}
 	}
-	return end, nil
+	return end, cut, nil
 }
 
 // segmentsUpTo is how many leading segments a queue ending at offset end keeps: the

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -19,6 +20,7 @@ import (
 type Store struct {
 	opts Options
 	fs   mmap.FS
+	gen  atomic.Uint64 // counts queues added and topics deleted
 	mu   struct {
 		sync.RWMutex
 		topics map[string]map[int32]*Queue
@@ -72,7 +74,12 @@ func validTopic(topic string) error {
 	return nil
 }
 
+// Generation changes whenever a queue is added or a topic deleted, so an owner that records
+// the set of queues knows when its record is stale.
+func (s *Store) Generation() uint64 { return s.gen.Load() }
+
 func (s *Store) add(q *Queue) {
+	s.gen.Add(1)
 	m := s.mu.topics[q.topic]
 	if m == nil {
 		m = make(map[int32]*Queue)
@@ -150,6 +157,7 @@ func (s *Store) DeleteTopic(topic string) error {
 	m := s.mu.topics[topic]
 	delete(s.mu.topics, topic)
 	s.mu.Unlock()
+	s.gen.Add(1)
 	var err error
 	for _, q := range m {
 		err = errors.Join(err, q.close(false))

@@ -22,6 +22,9 @@ type dispatcher struct {
 	queues map[string]map[int32]*consumequeue.Queue // cache; lookups by []byte don't allocate
 	gen    uint64                                   // topic-deletion generation the cache matches
 	key    []byte                                   // "topic#key" scratch
+	// During recovery only: records below these offsets are already in the consume
+	// queues (queuesFrom) or the index (indexFrom); zero otherwise.
+	queuesFrom, indexFrom int64
 }
 
 // kickDispatch wakes the dispatcher without blocking.
@@ -127,13 +130,24 @@ func (s *Store) advance(pos int64) {
 // dispatchRecord adds one record to its consume queue and the index.
 func (s *Store) dispatchRecord(d *dispatcher, rec *message.Record, off int64) error {
 	tt := message.TransactionType(rec.SysFlag)
-	if tt == message.TransactionNotType || tt == message.TransactionCommitType {
+	if s.deleted(rec.Topic, off) {
+		return nil
+	}
+	if off >= d.queuesFrom && (tt == message.TransactionNotType || tt == message.TransactionCommitType) {
 		q, err := s.dispatchQueue(d, rec.Topic, rec.QueueID)
 		if err != nil {
 			return err
 		}
 		tags := s.tagsCode(rec)
-		err = q.Append(rec.QueueOffset, consumequeue.Unit{Offset: off, Size: rec.StoreSize, TagsCode: tags})
+		u := consumequeue.Unit{Offset: off, Size: rec.StoreSize, TagsCode: tags}
+		err = q.Append(rec.QueueOffset, u)
+		if errors.Is(err, consumequeue.ErrGap) && q.MinOffset() == q.MaxOffset() {
+			// An empty queue re-derived from a log whose start was cleaned: it starts at
+			// the first record still stored.
+			if err = q.SetMinOffset(rec.QueueOffset); err == nil {
+				err = q.Append(rec.QueueOffset, u)
+			}
+		}
 		if err != nil {
 			if errors.Is(err, consumequeue.ErrGap) || errors.Is(err, consumequeue.ErrMismatch) {
 				// A queue offset the log assigned does not fit the queue: a bug, not a
@@ -147,7 +161,7 @@ func (s *Store) dispatchRecord(d *dispatcher, rec *message.Record, off int64) er
 			s.opts.Notify(q.Topic(), q.QueueID(), q.MaxOffset(), tags)
 		}
 	}
-	if s.idx != nil && tt != message.TransactionRollbackType {
+	if s.idx != nil && off >= d.indexFrom && tt != message.TransactionRollbackType {
 		if err := s.indexRecord(d, rec, off); err != nil {
 			return err
 		}
@@ -254,6 +268,11 @@ func (s *Store) writeCheckpoint() error {
 		if err := s.idx.Flush(); err != nil {
 			return fmt.Errorf("store: flush index: %w", err)
 		}
+	}
+	// At shutdown the table records every queue's final length, so the next start can
+	// tell a queue that lost files; otherwise only when queues came or went.
+	if err := s.writeQueueTable(s.closed.Load()); err != nil {
+		return err
 	}
 	cp := checkpoint{
 		PhysicMsgTimestamp: flushedTS,

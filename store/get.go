@@ -269,9 +269,14 @@ func (s *Store) DeleteTopic(topic string) error {
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
 	s.topicGen.Add(1)
+	s.addTombstone(topic, s.cl.MaxOffset())
 	s.cl.RemoveTopic(topic)
 	if err := s.cqs.DeleteTopic(topic); err != nil {
 		return fmt.Errorf("store: delete topic %s: %w", topic, err)
 	}
-	return nil
+	// Forget the topic's queues at once: a start that found them listed but gone would
+	// take that for damage and re-derive them from the log.
+	s.cpMu.Lock()
+	defer s.cpMu.Unlock()
+	return s.writeQueueTable(true)
 }

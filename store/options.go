@@ -168,6 +168,7 @@ func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, "consum
 func (o *Options) indexDir() string        { return filepath.Join(o.Dir, "index") }
 func (o *Options) checkpointPath() string  { return filepath.Join(o.Dir, checkpointName) }
 func (o *Options) abortPath() string       { return filepath.Join(o.Dir, "abort") }
+func (o *Options) queueTablePath() string  { return filepath.Join(o.Dir, queueTableName) }
 func (o *Options) lockPath() string        { return filepath.Join(o.Dir, "lock") }
 
 func (o *Options) commitLogOptions() commitlog.Options {

@@ -21,9 +21,12 @@ const recoverSegments = 3
 //     stop, and re-dispatch from the scan start.
 //  2. Scan the commit log, validating every record (magic, sizes, position, body CRC);
 //     the first invalid byte ends the log, which is truncated there.
-//  3. Drop consume-queue units and index entries at or beyond the re-dispatch point, and
-//     re-dispatch every record from it to the end of the log.
-//  4. Rebuild the queue-offset table from the consume queues, drop consume-queue files
+//  3. Check the derived files against the log and lower the re-dispatch point of each
+//     (rebuildPlan): the consume queues and the index may be missing (a restore of the
+//     commit log alone), shorter than the log, or damaged, whatever the checkpoint says.
+//  4. Drop consume-queue units and index entries at or beyond their re-dispatch points,
+//     and re-dispatch every record from the lower one to the end of the log.
+//  5. Rebuild the queue-offset table from the consume queues, drop consume-queue files
 //     that point below the log's first segment, and write a fresh checkpoint.
 func (s *Store) recover() error {
 	cp, err := loadCheckpoint(s.opts.FS, s.opts.checkpointPath())
@@ -64,20 +67,25 @@ func (s *Store) recover() error {
 	if err != nil {
 		return fmt.Errorf("store: recover commit log: %w", err)
 	}
-	dispatchFrom = max(min(dispatchFrom, end), s.cl.MinOffset(), 0)
+	logMin := max(s.cl.MinOffset(), 0)
+	dispatchFrom = max(min(dispatchFrom, end), logMin)
 	if len(segs) == 0 {
-		dispatchFrom = 0
+		dispatchFrom, logMin = 0, 0
 	}
-	if err := s.cqs.TruncateByPhysical(dispatchFrom); err != nil {
-		return fmt.Errorf("store: truncate consume queues at %d: %w", dispatchFrom, err)
+	plan := s.rebuildPlan(dispatchFrom, logMin, end)
+	if err := s.cqs.TruncateByPhysical(plan.queues); err != nil {
+		return fmt.Errorf("store: truncate consume queues at %d: %w", plan.queues, err)
 	}
 	if s.idx != nil {
-		if err := s.idx.TruncateAfter(dispatchFrom); err != nil {
-			return fmt.Errorf("store: truncate index at %d: %w", dispatchFrom, err)
+		if err := s.idx.TruncateAfter(plan.index); err != nil {
+			return fmt.Errorf("store: truncate index at %d: %w", plan.index, err)
 		}
 	}
-	s.dispatched.Store(dispatchFrom)
-	if err := s.dispatchAvailable(context.Background()); err != nil {
+	s.dispatched.Store(min(plan.queues, plan.index))
+	s.disp.queuesFrom, s.disp.indexFrom = plan.queues, plan.index
+	err = s.dispatchAvailable(context.Background())
+	s.disp.queuesFrom, s.disp.indexFrom = 0, 0
+	if err != nil {
 		return err
 	}
 	s.cqs.Range(func(topic string, queueID int32, q *consumequeue.Queue) bool {
@@ -88,8 +96,100 @@ func (s *Store) recover() error {
 		return fmt.Errorf("store: drop consume-queue files below the log: %w", err)
 	}
 	s.log.Info().Bool("uncleanShutdown", abort).Bool("checkpoint", cp.Valid).Int64("scanFrom", from).
-		Int64("redispatchFrom", dispatchFrom).Int64("end", end).Msg("store recovered")
+		Int64("redispatchFrom", dispatchFrom).Int64("queuesFrom", plan.queues).Int64("indexFrom", plan.index).
+		Int64("end", end).Msg("store recovered")
 	return s.writeCheckpoint()
+}
+
+// rebuild is where recovery re-dispatches the commit log from, for each derived part.
+type rebuild struct {
+	queues int64 // consume-queue units are re-derived from records at or after this offset
+	index  int64 // index entries likewise
+}
+
+// rebuildPlan lowers the re-dispatch point dispatchFrom (what the checkpoint or the clean
+// start promises) for each derived part whose files do not keep that promise. The log
+// holds [logMin, end). It reads the log once per queue at most, never scans it:
+//
+//   - no consume queue reaches dispatchFrom (all of them deleted, or a restore of the
+//     commit log without them): the queues are re-derived from their common end, which
+//     is logMin when there are none;
+//   - a queue whose recovery dropped units or files (Queue.Dropped): from its last
+//     remaining unit's end (logMin when none is left);
+//   - a queue whose last unit does not point at a record of that queue and offset (files
+//     from another store or time): from logMin;
+//   - a queue the queue table lists that has no files, or fewer units than the table
+//     says (after a clean stop): from its last unit's end, or logMin;
+//   - an index with no entries while the log has records: the index from logMin.
+//
+// Re-dispatch is idempotent (units and entries already present are kept), so a point too
+// low costs reading, never correctness.
+func (s *Store) rebuildPlan(dispatchFrom, logMin, end int64) rebuild {
+	p := rebuild{queues: dispatchFrom, index: dispatchFrom}
+	if end <= logMin {
+		return p
+	}
+	lower := func(to int64, why string, queue *consumequeue.Queue) {
+		to = max(to, logMin)
+		if to >= p.queues {
+			return
+		}
+		ev := s.log.Warn().Int64("from", to).Str("reason", why)
+		if queue != nil {
+			ev = ev.Str("queue", queue.String())
+		}
+		ev.Msg("consume queues are re-derived from the commit log")
+		p.queues = to
+	}
+	lower(s.cqs.MaxPhysicalOffset(), "the consume queues end before the checkpoint's dispatched offset", nil)
+	s.cqs.Range(func(_ string, _ int32, q *consumequeue.Queue) bool {
+		last, ok := q.LastUnit()
+		switch {
+		case q.Dropped() && ok:
+			lower(last.End(), "recovery dropped damaged units or files of a queue", q)
+		case q.Dropped():
+			lower(logMin, "recovery dropped every unit of a queue", q)
+		case ok && last.Offset >= logMin && last.End() <= end && !s.unitMatches(q, last):
+			lower(logMin, "a queue's last unit does not point at its record", q)
+		}
+		return true
+	})
+	table, err := s.loadQueueTable()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("ignoring the queue table")
+	}
+	if len(table.Deleted) > 0 {
+		s.tombs.Store(&table.Deleted)
+	}
+	for _, e := range table.Queues {
+		q, err := s.cqs.Queue(e.Topic, e.QueueID, false)
+		switch {
+		case err != nil:
+			lower(logMin, fmt.Sprintf("queue %s/%d of the queue table has no files", e.Topic, e.QueueID), nil)
+		case q.MaxOffset() < e.MaxOffset:
+			last, _ := q.LastUnit() // the zero unit when none is left: lower makes 0 logMin
+			lower(last.End(), fmt.Sprintf("the queue has %d units, the queue table %d", q.MaxOffset(), e.MaxOffset), q)
+		}
+	}
+	if s.idx != nil {
+		if _, ok := s.idx.LastPhyOffset(); !ok && p.index > logMin {
+			s.log.Warn().Int64("from", logMin).Msg("the index is empty: its keys are re-derived from the commit log")
+			p.index = logMin
+		}
+	}
+	return p
+}
+
+// unitMatches reports whether the queue's last unit points at a readable record of that
+// queue with that queue offset and size.
+func (s *Store) unitMatches(q *consumequeue.Queue, u consumequeue.Unit) bool {
+	rec, v, err := s.cl.ReadRecord(u.Offset)
+	if err != nil {
+		return false
+	}
+	defer v.Release()
+	return string(rec.Topic) == q.Topic() && rec.QueueID == q.QueueID() &&
+		rec.QueueOffset == q.MaxOffset()-1 && rec.StoreSize == u.Size
 }
 
 // errDispatchStalled reports a record the dispatcher cannot read.

@@ -60,8 +60,14 @@ type Store struct {
 	started  atomic.Bool
 	closed   atomic.Bool
 	shutdown sync.Once
-	cpMu     sync.Mutex   // serialises checkpoint writes
-	unlock   func() error // releases the data directory's lock (Options.lockPath)
+	cpMu     sync.Mutex                       // serialises checkpoint and queue-table writes
+	tombMu   sync.Mutex                       // serialises tombstone updates
+	tombs    atomic.Pointer[map[string]int64] // deleted topics (queue table); copy on write
+	tableGen struct {                         // the consume-queue generation the queue table records; cpMu
+		gen     uint64
+		written bool
+	}
+	unlock func() error // releases the data directory's lock (Options.lockPath)
 }
 
 // Open opens (creating if needed) the store in opts.Dir and recovers it: after Open
