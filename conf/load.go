@@ -46,9 +46,17 @@ type LoadOptions struct {
 //     (FERRY_BROKER_LISTEN for broker.listen);
 //  4. flags registered by BindFlags that were set on the command line.
 //
-// Every error names the key at fault and wraps ErrInvalidConfig, except a
-// file that cannot be read (an *fs.PathError).
+// Every error names the key at fault (or, for a YAML syntax error, the file
+// and line, as a *SyntaxError) and wraps ErrInvalidConfig, except a file that
+// cannot be read (an *fs.PathError). Explain loads the same way and also says
+// where each value came from.
 func Load(opts LoadOptions) (*Config, error) {
+	cfg, _, err := load(opts)
+	return cfg, err
+}
+
+// load is Load that also returns the source of every key's value.
+func load(opts LoadOptions) (*Config, map[string]Source, error) {
 	lookup := opts.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -64,36 +72,44 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 
 	settings := settingsOf(reflect.TypeOf(Config{}))
+	sources := make(map[string]Source, len(settings))
 	v := viper.New()
 	defaults := reflect.ValueOf(DefaultConfig())
 	for _, s := range settings {
 		v.SetDefault(s.key, defaults.FieldByIndex(s.index).Interface())
+		sources[s.key] = Source{Kind: SourceDefault}
 	}
 
 	values := map[string]any{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("conf: read config file: %w", err)
+			return nil, nil, fmt.Errorf("conf: read config file: %w", err)
 		}
-		if values, err = parseYAML(path, data, settings); err != nil {
-			return nil, err
+		var lines map[string]int
+		if values, lines, err = parseYAML(path, data, settings); err != nil {
+			return nil, nil, err
+		}
+		for key, line := range lines {
+			sources[key] = Source{Kind: SourceFile, File: path, Line: line}
 		}
 	}
 	for _, s := range settings {
 		if val, ok := lookup(EnvVarName(s.key)); ok {
 			setPath(values, strings.Split(strings.ToLower(s.key), "."), val)
+			sources[s.key] = Source{Kind: SourceEnv, Name: EnvVarName(s.key)}
 		}
 	}
 	if err := v.MergeConfigMap(values); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if opts.Flags != nil {
 		for _, b := range flagBindings() {
 			if f := opts.Flags.Lookup(b.name); f != nil && f.Changed {
 				if err := v.BindPFlag(b.key, f); err != nil {
-					return nil, fmt.Errorf("conf: bind flag --%s: %w", b.name, err)
+					return nil, nil, fmt.Errorf("conf: bind flag --%s: %w", b.name, err)
 				}
+				sources[b.key] = Source{Kind: SourceFlag, Name: "--" + b.name}
 			}
 		}
 	}
@@ -102,12 +118,12 @@ func Load(opts LoadOptions) (*Config, error) {
 	if err := v.Unmarshal(&cfg, viper.DecodeHook(decodeHook()), func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true
 	}); err != nil {
-		return nil, decodeError(err, v.Get)
+		return nil, nil, decodeError(err, v.Get)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &cfg, nil
+	return &cfg, sources, nil
 }
 
 // EnvVarName is the environment variable of a key: "FERRY_", then the key's
@@ -181,8 +197,10 @@ func settingsOf(t reflect.Type) []setting {
 
 // parseYAML checks the document's keys against settings — unknown keys,
 // case-insensitive duplicates and scalars where a section belongs are errors
-// naming the key and its line — and returns its mapping with lower-cased keys.
-func parseYAML(path string, data []byte, settings []setting) (map[string]any, error) {
+// naming the key and its line — and returns its mapping with lower-cased keys,
+// and the line of every key it sets to a value (a key left empty, which Load
+// treats as unset, is not listed).
+func parseYAML(path string, data []byte, settings []setting) (map[string]any, map[string]int, error) {
 	leaves := map[string]string{}
 	sections := map[string]string{}
 	for _, s := range settings {
@@ -195,10 +213,11 @@ func parseYAML(path string, data []byte, settings []setting) (map[string]any, er
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, path, err)
+		return nil, nil, syntaxError(path, data, err)
 	}
+	lines := map[string]int{}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
-		return map[string]any{}, nil
+		return map[string]any{}, lines, nil
 	}
 	var walk func(n *yaml.Node, prefix string) error
 	walk = func(n *yaml.Node, prefix string) error {
@@ -221,7 +240,10 @@ func parseYAML(path string, data []byte, settings []setting) (map[string]any, er
 				return invalid(name, "%s line %d: duplicate key", path, k.Line)
 			}
 			seen[lc] = true
-			if _, ok := leaves[lc]; ok {
+			if key, ok := leaves[lc]; ok {
+				if !isNull(val) {
+					lines[key] = k.Line
+				}
 				continue
 			}
 			if _, ok := sections[lc]; ok {
@@ -242,13 +264,13 @@ func parseYAML(path string, data []byte, settings []setting) (map[string]any, er
 		return nil
 	}
 	if err := walk(doc.Content[0], ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var m map[string]any
 	if err := doc.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, path, err)
 	}
-	return lowerKeys(m), nil
+	return lowerKeys(m), lines, nil
 }
 
 func isNull(n *yaml.Node) bool {

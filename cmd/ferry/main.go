@@ -2,9 +2,10 @@
 // (a name server and a broker in one process, data under --data-dir, ./data by default).
 //
 // Configuration comes from defaults, then the --config YAML file, then FERRY_* environment
-// variables, then explicit flags (see package conf). SIGINT or SIGTERM shuts down
-// gracefully within 10 s: stop accepting, finish in-flight requests, flush, persist
-// offsets and configs, unregister from the name servers.
+// variables, then explicit flags (see package conf); `ferry config [mode]` prints every
+// setting with its effective value, its source, its default and its meaning. SIGINT or
+// SIGTERM shuts down gracefully within 10 s: stop accepting, finish in-flight requests,
+// flush, persist offsets and configs, unregister from the name servers.
 package main
 
 import (
@@ -42,7 +43,8 @@ commands:
   standalone   name server and broker in one process (data under --data-dir, default ./data)
   namesrv      name server only
   broker       broker only (registers with --namesrv-addr)
-  config       print every configuration key and exit
+  config       print every setting (value, source, default, meaning) and exit:
+               ferry config [namesrv|broker|standalone] [--config FILE] [--json]
   version      print the version and exit
   help         print this help and exit
 
@@ -81,6 +83,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version())
 		return 0
 	}
+	if mode == "config" {
+		fs.Bool(flagJSON, false, "with config: print JSON instead of a table")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0 // pflag printed the usage
@@ -88,11 +93,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ferry: %v (see ferry help)\n", err)
 		return 2
 	}
-	if extra := fs.Args(); len(extra) > 0 {
+	extra := fs.Args()
+	sections, _ := configSections("") // config without a mode: every section
+	if mode == "config" && len(extra) > 0 {
+		var ok bool
+		if sections, ok = configSections(extra[0]); !ok {
+			fmt.Fprintf(stderr, "ferry: config takes namesrv, broker or standalone, not %q (see ferry help)\n", extra[0])
+			return 2
+		}
+		extra = extra[1:]
+	}
+	if len(extra) > 0 {
 		fmt.Fprintf(stderr, "ferry: unexpected argument %q (see ferry help)\n", extra[0])
 		return 2
 	}
-	cfg, err := conf.Load(conf.LoadOptions{Flags: fs})
+	var cfg *conf.Config
+	var settings []conf.Setting
+	var err error
+	if mode == "config" {
+		cfg, settings, err = conf.Explain(conf.LoadOptions{Flags: fs})
+	} else {
+		cfg, err = conf.Load(conf.LoadOptions{Flags: fs})
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ferry:", err)
 		return 1
@@ -114,8 +136,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch mode {
 	case "config":
-		for _, k := range conf.Keys() {
-			fmt.Fprintln(stdout, k)
+		asJSON, _ := fs.GetBool(flagJSON)
+		if err := printSettings(stdout, selectSettings(settings, sections), asJSON); err != nil {
+			fmt.Fprintln(stderr, "ferry:", err)
+			return 1
 		}
 		return 0
 	case "standalone", "namesrv", "broker":

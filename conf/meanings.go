@@ -1,0 +1,69 @@
+package conf
+
+// keyMeanings is the one table of what each key means, one line each, shown by
+// `ferry config` (Setting.Meaning). A test checks that it covers exactly the
+// keys of Config; the field comments in conf.go, namesrv.go and broker.go give
+// the details.
+func keyMeanings() map[string]string {
+	return map[string]string{
+		"namesrv.listen":       "address the name server listens on (empty host = every interface, port 0 = any)",
+		"namesrv.brokerExpiry": "a broker that has not re-registered for this long leaves the route table",
+		"namesrv.scanInterval": "how often expired brokers are swept; shorter than namesrv.brokerExpiry",
+		"namesrv.logLevel":     "log level of the name server; empty inherits log.level",
+		"namesrv.maxFrameSize": "largest remoting frame accepted",
+		"namesrv.idleTimeout":  "a connection silent for this long is closed",
+
+		"broker.brokerName":       "broker group name; a master and its slaves share it",
+		"broker.clusterName":      "cluster the broker group belongs to",
+		"broker.brokerId":         "0 for a master, > 0 for a slave",
+		"broker.brokerRole":       "ASYNC_MASTER, SYNC_MASTER or SLAVE",
+		"broker.listen":           "client-facing address (empty host = every interface, port 0 = any)",
+		"broker.advertisedAddr":   "host:port put in message ids and routes; empty = broker.listen",
+		"broker.namesrvAddrs":     "name servers the broker registers with",
+		"broker.registerInterval": "period of re-registration; shorter than namesrv.brokerExpiry",
+		"broker.maxFrameSize":     "largest remoting frame accepted; at least maxMessageSize + 64KiB",
+		"broker.idleTimeout":      "a connection silent for this long is closed",
+
+		"broker.workers.send":        "workers for sends (a sync-flush or sync-master send holds one while it waits)",
+		"broker.workers.pull":        "workers for pulls (a parked long poll holds none)",
+		"broker.workers.query":       "workers for message queries by key and views by id",
+		"broker.workers.admin":       "workers for heartbeats, offsets, topic and group admin, other small requests",
+		"broker.workers.transaction": "workers for END_TRANSACTION",
+
+		"broker.dataDir":                  "store root: commitlog/, consumequeue/, index/, config/, checkpoint",
+		"broker.flushDiskType":            "ASYNC_FLUSH (fsync in the background) or SYNC_FLUSH (fsync before replying)",
+		"broker.flushInterval":            "ASYNC_FLUSH: period of the flusher",
+		"broker.flushLeastPages":          "ASYNC_FLUSH: fewest dirty 4 KiB pages a round flushes (0 = any)",
+		"broker.flushThoroughInterval":    "ASYNC_FLUSH: flush everything at least this often",
+		"broker.syncFlushTimeout":         "SYNC_FLUSH: a send's wait for its fsync (then FLUSH_DISK_TIMEOUT)",
+		"broker.commitLogSegmentSize":     "size of each commit log file; fixed once a store exists",
+		"broker.consumeQueueUnitsPerFile": "20-byte units per consume queue file",
+		"broker.maxMessageSize":           "largest message body stored",
+
+		"broker.fileReservedTime":    "a commit log segment untouched this long may be deleted",
+		"broker.deleteWhen":          "local hours (';'-separated, 00-23) when expired segments are deleted",
+		"broker.diskMaxUsedRatio":    "disk usage % above which expired segments are deleted at any hour",
+		"broker.diskForceCleanRatio": "disk usage % above which the oldest segments go even if not expired",
+		"broker.diskFullRatio":       "disk usage % above which sends are refused (SERVICE_NOT_AVAILABLE)",
+
+		"broker.autoCreateTopic":       "a send to an unknown topic creates it from the TBW102 template",
+		"broker.defaultTopicQueueNums": "queues of the TBW102 template; caps auto-created topics",
+		"broker.longPollingEnable":     "park a pull that finds nothing until a message arrives",
+		"broker.shortPollingTimeout":   "how long an empty pull is parked when long polling is off",
+		"broker.delayLevels":           "delay of each delay level, level 1 first (units ms, s, m, h, d)",
+		"broker.maxReconsumeTimes":     "redeliveries before a message goes to %DLQ% (when the client does not say)",
+
+		"broker.transactionTimeout":       "age of a half message before its producer is asked for the outcome",
+		"broker.transactionCheckInterval": "period of the transaction check-back scan",
+		"broker.transactionCheckMax":      "checks before a half message is discarded",
+
+		"broker.haListen":             "address a master accepts slaves on; empty = listen host, listen port + 1",
+		"broker.haMasterAddr":         "a SLAVE's master HA address (SLAVE only)",
+		"broker.haSlaveTimeout":       "SYNC_MASTER: a send's wait for a slave ack (then FLUSH_SLAVE_TIMEOUT)",
+		"broker.haSlaveFallbehindMax": "SYNC_MASTER: slave lag beyond which a send replies SLAVE_NOT_AVAILABLE",
+		"broker.logLevel":             "log level of the broker; empty inherits log.level",
+
+		"log.level":  "trace, debug, info, warn or error",
+		"log.format": "auto (console on a terminal, JSON otherwise), console or json",
+	}
+}
