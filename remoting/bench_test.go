@@ -2,7 +2,9 @@ package remoting
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -165,4 +167,115 @@ func benchEcho(b *testing.B, st SerializeType, inflight, bodySize int) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkHeldPartialFrames measures the server's heap while 100 connections each hold
+// 15 MiB of a 16 MiB request frame, and after they close. It is a measurement, not a
+// timed benchmark; run it alone with
+//
+//	go test -run '^$' -bench HeldPartialFrames -benchtime 1x ./remoting/
+//
+// It reports HeapInuse in MiB: before (with the 15 MiB body the clients send), while held
+// (then again after two forced GCs, which empty netpoll's buffer pool), right after the
+// connections closed (no forced GC) and after two forced GCs.
+func BenchmarkHeldPartialFrames(b *testing.B) {
+	for range b.N {
+		heldPartialFrames(b, 100, 16<<20, 15<<20)
+	}
+}
+
+func heldPartialFrames(b *testing.B, conns, frameLen, sent int) {
+	s, err := NewServer(DefaultServerOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Handle(codeEcho, "", echo); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(ln); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	heapMiB := func(gc bool) float64 {
+		if gc {
+			runtime.GC()
+			runtime.GC()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapInuse) / (1 << 20)
+	}
+	// settle polls until HeapInuse stops moving (the server has read what the kernel holds).
+	settle := func() float64 {
+		last, still := heapMiB(false), 0
+		for still < 10 {
+			time.Sleep(100 * time.Millisecond)
+			now := heapMiB(false)
+			if now-last < 1 && last-now < 1 {
+				still++
+			} else {
+				still = 0
+			}
+			last = now
+		}
+		return last
+	}
+	body := make([]byte, sent)
+	before := heapMiB(true)
+	cs := make([]net.Conn, conns)
+	var wg sync.WaitGroup
+	for i := range cs {
+		conn, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs[i] = conn
+		head := partialFrameHead(b, int32(i), frameLen)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = conn.Write(head)
+			_, _ = conn.Write(body)
+		}()
+	}
+	wg.Wait()
+	held := settle()
+	heldGC := heapMiB(true)
+	for _, conn := range cs {
+		_ = conn.Close()
+	}
+	for len(s.Channels()) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closed := heapMiB(false)
+	closedGC := heapMiB(true)
+	runtime.KeepAlive(body)
+	b.ReportMetric(before, "before-MiB")
+	b.ReportMetric(held, "held-MiB")
+	b.ReportMetric(heldGC, "held-gc-MiB")
+	b.ReportMetric(closed, "closed-MiB")
+	b.ReportMetric(closedGC, "closed-gc-MiB")
+}
+
+// partialFrameHead returns the length field and JSON header of an echo request frame whose
+// length field is frameLen; the caller sends (some of) the body.
+func partialFrameHead(tb testing.TB, opaque int32, frameLen int) []byte {
+	tb.Helper()
+	var codec Codec
+	req := NewRequest(codeEcho, nil)
+	req.Opaque = opaque
+	head, err := codec.AppendFrame(nil, req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	binary.BigEndian.PutUint32(head, uint32(frameLen))
+	return head
 }

@@ -142,6 +142,9 @@ type Command struct {
 	// extInline fields costs no allocation of its own.
 	extBuf [extInline]ExtField
 
+	// held is the request-bytes budget this decoded frame holds until it is answered.
+	held int64
+
 	// reply tracks a served request: replyPending while its handler runs, then
 	// replyDeferred or replyDone. A deferred request stays in flight until Reply.
 	reply atomic.Int32

@@ -17,7 +17,10 @@
 // Each connection's frames are decoded on its reactor goroutine and handed to the worker
 // pool registered for their code (one pool per request class), so the requests of one
 // connection run concurrently and are answered out of order; a full pool answers
-// SYSTEM_BUSY at once. A handler returns its response, an error, or nothing to answer later
+// SYSTEM_BUSY at once. Frames are read incrementally into the server's own buffers, and the
+// bytes of frames being received, queued or handled are bounded per connection and in total
+// (MaxConnRequestBytes, MaxRequestBytes): a frame over either is answered SYSTEM_BUSY from its
+// header and its body is discarded unread (server_read.go). A handler returns its response, an error, or nothing to answer later
 // through Channel.Reply (long polling). Responses from many workers are coalesced into one
 // socket write (outqueue.go). The server can call its clients back (Channel.Invoke), closes
 // connections idle for IdleTimeout, closes a connection that sends a malformed frame (with a

@@ -32,6 +32,17 @@ type PoolOptions struct {
 type ServerOptions struct {
 	// MaxFrameSize bounds a frame's length field; larger frames close the connection.
 	MaxFrameSize int
+	// MaxRequestBytes bounds the bytes of request frames the server holds at once on all
+	// connections: frames being received, queued for a worker or being handled. A frame
+	// that would exceed it is answered SYSTEM_BUSY as soon as its header has arrived, and
+	// its body is discarded unread. Frames of up to 64 KiB are always admitted (and
+	// counted). 0 selects the default: DefaultMaxRequestBytes, or the connection limit if
+	// that is larger.
+	MaxRequestBytes int64
+	// MaxConnRequestBytes is the same bound for one connection. It must be at least
+	// MaxFrameSize; 0 selects 2×MaxFrameSize (one largest frame being received while
+	// another is handled).
+	MaxConnRequestBytes int64
 	// IdleTimeout closes connections with no traffic and no request in flight for this long.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds one socket flush to a slow peer.
@@ -44,8 +55,13 @@ type ServerOptions struct {
 	OnClose func(ch Channel)
 }
 
-// DefaultServerOptions returns options with a 16 MiB frame limit, a 120 s idle timeout and
-// a default pool of 16 workers.
+// DefaultMaxRequestBytes is the default server-wide bound on buffered request bytes
+// (ServerOptions.MaxRequestBytes).
+const DefaultMaxRequestBytes = 256 << 20
+
+// DefaultServerOptions returns options with a 16 MiB frame limit, a 120 s idle timeout,
+// a default pool of 16 workers, and request-bytes limits derived from the frame limit
+// (256 MiB in all, 32 MiB per connection).
 func DefaultServerOptions() ServerOptions {
 	return ServerOptions{
 		MaxFrameSize: DefaultMaxFrameSize,
@@ -65,6 +81,15 @@ func (o *ServerOptions) Validate() error {
 		return fmt.Errorf("remoting: IdleTimeout must be positive, got %v", o.IdleTimeout)
 	case o.WriteTimeout <= 0:
 		return fmt.Errorf("remoting: WriteTimeout must be positive, got %v", o.WriteTimeout)
+	case o.MaxRequestBytes < 0 || o.MaxConnRequestBytes < 0:
+		return fmt.Errorf("remoting: MaxRequestBytes %d and MaxConnRequestBytes %d must not be negative",
+			o.MaxRequestBytes, o.MaxConnRequestBytes)
+	case o.MaxConnRequestBytes > 0 && o.MaxConnRequestBytes < int64(o.MaxFrameSize):
+		return fmt.Errorf("remoting: MaxConnRequestBytes %d is below MaxFrameSize %d, so the largest frames could never be accepted",
+			o.MaxConnRequestBytes, o.MaxFrameSize)
+	}
+	if conn, _ := o.requestLimits(); o.MaxRequestBytes > 0 && o.MaxRequestBytes < conn {
+		return fmt.Errorf("remoting: MaxRequestBytes %d is below the per-connection limit %d", o.MaxRequestBytes, conn)
 	}
 	seen := map[string]bool{}
 	for _, p := range o.Pools {
@@ -80,6 +105,19 @@ func (o *ServerOptions) Validate() error {
 		return fmt.Errorf("remoting: a pool named %q is required", DefaultPool)
 	}
 	return nil
+}
+
+// requestLimits returns the effective per-connection and server-wide request-bytes limits.
+func (o *ServerOptions) requestLimits() (conn, total int64) {
+	conn = o.MaxConnRequestBytes
+	if conn == 0 {
+		conn = 2 * int64(o.MaxFrameSize)
+	}
+	total = o.MaxRequestBytes
+	if total == 0 {
+		total = max(DefaultMaxRequestBytes, conn)
+	}
+	return conn, total
 }
 
 // route is a registered handler and the pool that runs it.
@@ -105,6 +143,11 @@ type Server struct {
 	closing  atomic.Bool
 	started  atomic.Bool
 	nextID   atomic.Uint64
+
+	reqBytes   atomic.Int64 // request-frame bytes held (see server_read.go)
+	connLimit  int64        // effective MaxConnRequestBytes
+	totalLimit int64        // effective MaxRequestBytes
+	refused    refusedLog
 
 	mu struct {
 		sync.Mutex
@@ -132,6 +175,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		stop:   make(chan struct{}),
 		served: make(chan struct{}),
 	}
+	s.connLimit, s.totalLimit = opts.requestLimits()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[uint64]*serverConn)
 	for _, p := range opts.Pools {
@@ -297,8 +341,9 @@ var ErrTLSNotEnabled = errors.New("remoting: TLS handshake on a plain-text port"
 // (content type 22, protocol version 3.x), which as a frame length reads as ~370 MB.
 func looksLikeTLS(head []byte) bool { return len(head) >= 2 && head[0] == 0x16 && head[1] == 0x03 }
 
-// onRequest decodes every complete frame available on the connection. It runs on the
-// connection's reactor goroutine, one call at a time per connection.
+// onRequest reads everything buffered on the connection, dispatching the frames it
+// completes; a partial frame stays in the connection's reader (server_read.go). It runs on
+// the connection's reactor goroutine, one call at a time per connection.
 func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	c, _ := ctx.Value(connKey{}).(*serverConn)
 	if c == nil {
@@ -306,32 +351,12 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	}
 	r := conn.Reader()
 	for r.Len() > 0 {
-		head, err := r.Peek(LengthFieldSize)
-		if err != nil {
-			return c.abort(err, "reading frame length")
+		if err := c.readStep(r); err != nil {
+			return err
 		}
-		n, err := ParseLength(head, s.opts.MaxFrameSize)
-		if err != nil {
-			if looksLikeTLS(head) {
-				return c.abort(ErrTLSNotEnabled, "a TLS handshake arrived, but TLS is not enabled on this port")
-			}
-			return c.abort(err, "bad frame length")
-		}
-		raw, err := r.Next(LengthFieldSize + n)
-		if err != nil {
-			return c.abort(err, "reading frame")
-		}
-		frame := make([]byte, n)
-		copy(frame, raw[LengthFieldSize:])
 		if err := r.Release(); err != nil {
 			return c.abort(err, "releasing read buffer")
 		}
-		cmd, err := s.codec.DecodeFrame(frame)
-		if err != nil {
-			return c.abort(err, "bad frame")
-		}
-		c.activity.Add(1)
-		s.dispatch(c, cmd)
 	}
 	return nil
 }
@@ -339,6 +364,7 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 // dispatch routes one decoded frame.
 func (s *Server) dispatch(c *serverConn, cmd *Command) {
 	if cmd.IsResponse() {
+		c.releaseBytes(cmd.held) // the waiter owns the response now
 		if !c.pending.complete(cmd) {
 			s.log.Debug().Int32("opaque", cmd.Opaque).Str("remote", c.remote).Msg("response without a waiting request dropped")
 		}
@@ -348,18 +374,20 @@ func (s *Server) dispatch(c *serverConn, cmd *Command) {
 	rt, ok := s.routes[cmd.Code]
 	if !ok {
 		s.log.Debug().Int16("code", cmd.Code).Str("remote", c.remote).Msg("request code not supported")
+		c.releaseBytes(cmd.held)
 		c.replyNow(cmd, NewResponse(cmd, CodeRequestCodeNotSupported,
 			fmt.Sprintf("request code %d not supported", cmd.Code)))
 		return
 	}
 	if s.closing.Load() {
+		c.releaseBytes(cmd.held)
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "server is shutting down"))
 		return
 	}
 	s.inflight.add()
 	c.inflight.Add(1)
 	if !rt.pool.submit(task{conn: c, req: cmd, h: rt.h}) {
-		s.requestDone(c)
+		s.requestDone(c, cmd)
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "["+rt.pool.name+"] too many requests queued, try later"))
 	}
 }
@@ -370,7 +398,7 @@ func (s *Server) run(t task) {
 	req := t.req
 	if req.IsOneway() {
 		if req.reply.Swap(replyDone) != replyDone {
-			s.requestDone(t.conn)
+			s.requestDone(t.conn, req)
 		}
 		return
 	}
@@ -397,8 +425,9 @@ func (s *Server) call(t task) (resp *Command, err error) {
 	return t.h.ServeRequest(s.ctx, t.conn, t.req)
 }
 
-// requestDone ends one in-flight request.
-func (s *Server) requestDone(c *serverConn) {
+// requestDone ends one in-flight request and releases the bytes its frame held.
+func (s *Server) requestDone(c *serverConn, req *Command) {
+	c.releaseBytes(req.held)
 	c.inflight.Add(-1)
 	s.inflight.done()
 }

@@ -28,6 +28,9 @@ type serverConn struct {
 
 	out outQueue
 
+	rd     frameReader // touched only by OnRequest and, after it, the close callback
+	budget connBudget
+
 	idle struct { // touched only by the sweeper goroutine
 		seen  uint64
 		since time.Time
@@ -88,6 +91,7 @@ func (c *serverConn) Close() error {
 // frees the connection's buffers, and kill waits out a flush in progress, so no write
 // touches freed buffers.
 func (c *serverConn) closed() {
+	c.releaseAll()
 	c.out.kill()
 	c.pending.closeAll(ErrConnClosed)
 }
@@ -126,7 +130,7 @@ func (c *serverConn) Reply(req, resp *Command) error {
 			_ = c.write(fallback)
 		}
 	}
-	c.srv.requestDone(c)
+	c.srv.requestDone(c, req)
 	return err
 }
 
@@ -164,7 +168,7 @@ func (c *serverConn) Invoke(ctx context.Context, req *Command) (*Command, error)
 	select {
 	case resp, ok := <-call.ch:
 		if !ok {
-			return nil, ErrConnClosed
+			return nil, call.err // set before ch was closed: ErrConnClosed, or why the response was refused
 		}
 		return resp, nil
 	case <-ctx.Done():
