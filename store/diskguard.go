@@ -15,7 +15,7 @@ type diskGuard struct {
 	fs        mmap.FS
 	dir       string
 	fullRatio float64 // used fraction at which writes stop
-	minFree   uint64  // free bytes below which writes stop (room for the next segment)
+	minFree   uint64  // free bytes below which writes stop (Options.diskReserve)
 	log       zerolog.Logger
 	full      atomic.Bool
 	usedRatio atomic.Uint64 // math.Float64bits of the last used fraction

@@ -168,8 +168,25 @@ func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, "consum
 func (o *Options) indexDir() string        { return filepath.Join(o.Dir, "index") }
 func (o *Options) checkpointPath() string  { return filepath.Join(o.Dir, checkpointName) }
 func (o *Options) abortPath() string       { return filepath.Join(o.Dir, "abort") }
-func (o *Options) queueTablePath() string  { return filepath.Join(o.Dir, queueTableName) }
-func (o *Options) lockPath() string        { return filepath.Join(o.Dir, "lock") }
+
+// reserveQueueFiles is how many new consume-queue files the disk reserve leaves room for.
+const reserveQueueFiles = 16
+
+// diskReserve is the free space below which writes are refused: the next commit-log
+// segment (preallocated in the background) plus what dispatch needs to keep consume queues
+// and the index up with the records already accepted — one index file and
+// reserveQueueFiles consume-queue files.
+func (o *Options) diskReserve() uint64 {
+	r := o.SegmentSize + reserveQueueFiles*int64(o.UnitsPerFile)*consumequeue.UnitSize
+	if o.IndexEnabled {
+		io := index.DefaultOptions()
+		io.SlotNum, io.MaxEntries = o.IndexSlots, o.IndexEntries
+		r += io.FileSize()
+	}
+	return uint64(r)
+}
+func (o *Options) queueTablePath() string { return filepath.Join(o.Dir, queueTableName) }
+func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") }
 
 func (o *Options) commitLogOptions() commitlog.Options {
 	c := commitlog.DefaultOptions()

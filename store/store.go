@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Store struct {
 	guard diskGuard
 
 	dispatched atomic.Int64 // every record below this physical offset is dispatched
+	stallFloor atomic.Int64 // derived files are complete below this offset (MaxInt64: no stall)
 	dispatchMu sync.Mutex   // held while dispatching and while deleting a topic
 	disp       dispatcher   // guarded by dispatchMu
 	topicGen   atomic.Uint64
@@ -84,8 +86,10 @@ func Open(opts Options) (*Store, error) {
 		stop: make(chan struct{}),
 	}
 	s.progress.ch = make(chan struct{})
+	s.stallFloor.Store(math.MaxInt64)
+	s.disp.indexStall = -1
 	s.guard = diskGuard{fs: opts.FS, dir: opts.Dir, fullRatio: opts.DiskFullRatio,
-		minFree: uint64(opts.SegmentSize), log: s.log}
+		minFree: opts.diskReserve(), log: s.log}
 	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", opts.Dir, err)
 	}
