@@ -55,8 +55,9 @@ type Log struct {
 		// segment: the bytes [wrote, pos). See stage.go.
 		stage     []byte
 		queues    map[queueKey]*queueNext
-		recovered bool // the write position is known
-		appended  bool // an Append has happened (Recover is no longer allowed)
+		damage    []Damage // ranges the last recovery quarantined
+		recovered bool     // the write position is known
+		appended  bool     // an Append has happened (Recover is no longer allowed)
 	}
 	// listMu serialises changes of segs (copy on write).
 	listMu sync.Mutex

@@ -150,6 +150,10 @@ func (it *Iterator) Next() bool {
 			it.pos = seg.end
 			continue
 		}
+		if n := message.QuarantineSize(b); n > 0 {
+			it.pos += int64(n) // a damaged range recovery set aside
+			continue
+		}
 		n, err := it.rec.Decode(b)
 		if err != nil {
 			it.err = fmt.Errorf("%w at %d: %w", ErrCorrupt, it.pos, err)

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -40,6 +41,53 @@ func (l *Log) RecoverTail(segments int, verifyCRC bool) (int64, error) {
 // before from are not seen, so the store sets the other queues with SetQueueOffset.
 // Recover never panics on garbage: every length is checked before use.
 func (l *Log) Recover(from int64, verifyCRC bool) (int64, error) {
+	return l.RecoverWith(RecoverOptions{From: from, VerifyCRC: verifyCRC, GuessDurable: true})
+}
+
+// RecoverOptions are Recover's inputs.
+type RecoverOptions struct {
+	// From is where the scan starts: a record boundary.
+	From int64
+	// Durable is an offset below which the log is known to have been durable (a
+	// checkpoint's flushed offset). A bad record before it is damage (quarantined when
+	// valid data follows); one at or after it begins a torn tail.
+	Durable int64
+	// GuessDurable, for a log without a checkpoint, takes the start of the newest segment
+	// that begins with a valid record as Durable (when it is higher): the log was flushed
+	// long before it moved on to that segment.
+	GuessDurable bool
+	// VerifyCRC checks every scanned record's body CRC.
+	VerifyCRC bool
+	// Keep, when set, receives the bytes of each damaged range before it is quarantined
+	// (b aliases the mapping: copy what is kept); an error fails the recovery before the
+	// log is changed.
+	Keep func(from int64, b []byte) error
+}
+
+// Damage is a range of the log that recovery quarantined.
+type Damage struct {
+	From, To int64 // [From, To)
+	Reason   error // what was wrong at From
+}
+
+// Quarantined lists the ranges the last recovery quarantined.
+func (l *Log) Quarantined() []Damage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.mu.damage)
+}
+
+// RecoverWith is Recover with every input. A bad record at or after the durable offset
+// (RecoverOptions.Durable) begins a torn tail: the log ends there, so what survives a
+// crash is always a prefix of what was appended, as with Kafka's recovery point. A bad
+// record before it is damage in the middle of the log: when a valid record follows —
+// later in the segment (found by its magic and self-referencing PHYSICALOFFSET), or in a
+// later segment — the bad bytes up to it are handed to Keep, marked with a quarantine
+// header (message.MagicQuarantine) in each segment they span, synced, reported
+// (Quarantined, an error log line), and the scan goes on after them; only the damaged
+// records are lost.
+func (l *Log) RecoverWith(o RecoverOptions) (int64, error) {
+	from, verifyCRC := o.From, o.VerifyCRC
 	l.closing.RLock()
 	defer l.closing.RUnlock()
 	l.mu.Lock()
@@ -69,12 +117,32 @@ func (l *Log) Recover(from int64, verifyCRC bool) (int64, error) {
 		reason  error
 		pos     = from
 	)
+	l.mu.damage = nil
+	durable := o.Durable
+	if o.GuessDurable {
+		durable = max(durable, newestValidStart(list, verifyCRC))
+	}
 	for pos < last {
 		seg := list.find(pos, l.segSize)
+		if n := message.QuarantineSize(seg.data[pos-seg.start:]); n > 0 {
+			pos += int64(n)
+			continue
+		}
 		n, blank, err := checkRecord(seg.data[pos-seg.start:], pos, verifyCRC, &rec)
 		if err != nil {
-			reason = err
-			break
+			next, ok := int64(0), false
+			if pos < durable {
+				next, ok = resync(list, pos, verifyCRC)
+			}
+			if !ok {
+				reason = err
+				break
+			}
+			if err := l.quarantine(list, Damage{From: pos, To: next, Reason: err}, o.Keep); err != nil {
+				return 0, err
+			}
+			pos = next
+			continue
 		}
 		if blank {
 			pos = seg.end
@@ -115,6 +183,123 @@ func (l *Log) Recover(from int64, verifyCRC bool) (int64, error) {
 	}
 	ev.Msg("commit log recovered")
 	return end, nil
+}
+
+// resync finds where valid data resumes after a bad record at pos: the first position
+// after it holding a valid record or filler, in pos's segment or a later one (a later
+// segment whose first 8 bytes are zero is taken as empty). It returns false when nothing
+// valid follows.
+func resync(list *segList, pos int64, verifyCRC bool) (int64, bool) {
+	var rec message.Record
+	valid := func(seg *segment, p int64) bool {
+		_, _, err := checkRecord(seg.data[p-seg.start:], p, verifyCRC, &rec)
+		return err == nil
+	}
+	for _, seg := range list.segs {
+		if seg.end <= pos {
+			continue
+		}
+		start := pos + 1
+		if seg.start > pos {
+			if valid(seg, seg.start) {
+				return seg.start, true
+			}
+			if allZero(seg.data[:min(len(seg.data), message.BlankHeaderSize)]) {
+				continue
+			}
+			start = seg.start + 1
+		}
+		for p := start; p+message.BlankHeaderSize <= seg.end; p++ {
+			p = nextMagic(seg.data, p-seg.start, seg.end-seg.start) + seg.start
+			if p+message.BlankHeaderSize > seg.end {
+				break
+			}
+			if valid(seg, p) {
+				return p, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// newestValidStart is the start of the newest segment whose first record (or filler) is
+// valid (RecoverOptions.GuessDurable).
+func newestValidStart(list *segList, verifyCRC bool) int64 {
+	var rec message.Record
+	for i := len(list.segs) - 1; i >= 0; i-- {
+		seg := list.segs[i]
+		if _, _, err := checkRecord(seg.data, seg.start, verifyCRC, &rec); err == nil {
+			return seg.start
+		}
+	}
+	return 0
+}
+
+// nextMagic returns the first position p ≥ from in data[:limit] where a record or filler
+// magic sits at p+4 (limit when none).
+func nextMagic(data []byte, from, limit int64) int64 {
+	var v1, blank [4]byte
+	binary.BigEndian.PutUint32(v1[:], message.MagicV1)
+	binary.BigEndian.PutUint32(blank[:], message.MagicBlank)
+	if from+message.PosMagic >= limit {
+		return limit
+	}
+	hay := data[from+message.PosMagic : limit]
+	best := int64(len(hay))
+	if i := bytes.Index(hay, v1[:]); i >= 0 {
+		best = int64(i)
+	}
+	if i := bytes.Index(hay[:best], blank[:]); i >= 0 {
+		best = int64(i)
+	}
+	if best == int64(len(hay)) {
+		return limit
+	}
+	return from + best
+}
+
+// allZero reports whether b is all zero bytes.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// quarantine sets the damaged range d aside: Keep gets its bytes, then each segment piece
+// of it gets a quarantine header, synced; the range is reported. Called with mu and
+// listMu held during recovery.
+func (l *Log) quarantine(list *segList, d Damage, keep func(int64, []byte) error) error {
+	type piece struct {
+		seg    *segment
+		lo, hi int64 // segment-relative
+	}
+	var pieces []piece
+	for _, seg := range list.segs {
+		lo, hi := max(d.From, seg.start), min(d.To, seg.end)
+		if lo < hi {
+			pieces = append(pieces, piece{seg, lo - seg.start, hi - seg.start})
+		}
+	}
+	if keep != nil {
+		for _, p := range pieces {
+			if err := keep(p.seg.start+p.lo, p.seg.data[p.lo:p.hi]); err != nil {
+				return fmt.Errorf("commitlog: keep damaged bytes at %d: %w", p.seg.start+p.lo, err)
+			}
+		}
+	}
+	for _, p := range pieces {
+		message.EncodeQuarantine(p.seg.data[p.lo:], int(p.hi-p.lo))
+		if err := p.seg.m.Sync(p.lo, message.BlankHeaderSize); err != nil {
+			return fmt.Errorf("commitlog: quarantine %s at %d: %w", p.seg.name, p.lo, err)
+		}
+	}
+	l.mu.damage = append(l.mu.damage, d)
+	l.log.Error().Err(d.Reason).Int64("from", d.From).Int64("to", d.To).Int64("bytes", d.To-d.From).
+		Msg("damaged commit-log range quarantined: the records in it are lost, the log goes on after it")
+	return nil
 }
 
 // errEndOfData marks zero bytes where a record would start: the normal end of the log.

@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -49,6 +50,10 @@ func recoverFS(t *testing.T, o Options, fs mmap.FS) (*Log, int64) {
 	list := l.segs.Load()
 	for pos := int64(0); pos < end; {
 		seg := list.find(pos, o.SegmentSize)
+		if n := message.QuarantineSize(seg.data[pos-seg.start:]); n > 0 {
+			pos += int64(n)
+			continue
+		}
 		n, blank, err := checkRecord(seg.data[pos-seg.start:], pos, true, &rec)
 		require.NoError(t, err)
 		if blank {
@@ -205,4 +210,106 @@ func TestRecoverFromCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, end0, end)
 	require.Equal(t, recs[len(recs)-1].StoreTimestamp, l.FlushedStoreTimestamp())
+}
+
+// TestMidLogDamageIsQuarantined damages records far from the end of the log in the ways a
+// disk does — a flipped body byte, a garbled TOTALSIZE, a zeroed page below the durable
+// offset — and checks that only the damaged records are lost: the log keeps its end, the
+// damaged range is reported and handed to Keep, and reading skips it.
+func TestMidLogDamageIsQuarantined(t *testing.T) {
+	o := testOptions(nil, "/log")
+	base, recs, end0 := buildLog(t, o, 3*testSegSize, 11)
+	// A record well inside the first segments with a body and a successor in its segment.
+	i := len(recs) / 5
+	for len(recs[i].Body) < 10 || recs[i+1].PhysicalOffset/testSegSize != recs[i].PhysicalOffset/testSegSize {
+		i++
+	}
+	victim := recs[i]
+	size := recs[i+1].PhysicalOffset - victim.PhysicalOffset
+	bodyAt := func(b []byte, rel int64) int64 { // where the victim's body starts in b
+		j := bytes.Index(b[rel:rel+size], victim.Body)
+		require.Positive(t, j)
+		return rel + int64(j)
+	}
+	cases := []struct {
+		name    string
+		damage  func(b []byte, rel int64)
+		durable int64
+	}{
+		{"flipped body byte", func(b []byte, rel int64) { b[bodyAt(b, rel)+3] ^= 0x40 }, 0},
+		{"garbled TOTALSIZE", func(b []byte, rel int64) { b[rel+1] ^= 0x7f }, 0},
+		{"zeroed record below the durable offset", func(b []byte, rel int64) { clear(b[rel : rel+size]) }, end0},
+		{"flipped byte with a durable offset", func(b []byte, rel int64) { b[bodyAt(b, rel)] ^= 1 }, victim.PhysicalOffset + 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := cloneFS(base)
+			start := victim.PhysicalOffset / testSegSize * testSegSize
+			mutateFile(t, f, segPath("/log", start), testSegSize, func(b []byte) { tc.damage(b, victim.PhysicalOffset-start) })
+			o.FS = f
+			l, err := Open(o)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, l.Close()) }()
+			var kept []int64
+			end, err := l.RecoverWith(RecoverOptions{From: 0, Durable: tc.durable, GuessDurable: tc.durable == 0, VerifyCRC: true,
+				Keep: func(from int64, b []byte) error { kept = append(kept, from); return nil }})
+			require.NoError(t, err)
+			require.Equal(t, end0, end, "the log keeps its end")
+			d := l.Quarantined()
+			require.Len(t, d, 1)
+			require.Equal(t, victim.PhysicalOffset, d[0].From)
+			require.Equal(t, victim.PhysicalOffset+size, d[0].To, "exactly the damaged record")
+			require.Equal(t, []int64{victim.PhysicalOffset}, kept)
+			got := readAll(t, l)
+			require.Len(t, got, len(recs)-1)
+			for _, r := range got {
+				require.NotEqual(t, victim.PhysicalOffset, r.PhysicalOffset)
+			}
+		})
+	}
+}
+
+// TestQuarantineSurvivesRestart checks that a quarantined range is skipped by later
+// recoveries without being reported again, and that appends go on after it.
+func TestQuarantineSurvivesRestart(t *testing.T) {
+	o := testOptions(nil, "/log")
+	base, recs, end0 := buildLog(t, o, 2*testSegSize, 12)
+	victim := recs[3]
+	mutateFile(t, base, segPath("/log", 0), testSegSize, func(b []byte) { b[victim.PhysicalOffset+1] ^= 0x7f })
+	o.FS = base
+	l, err := Open(o)
+	require.NoError(t, err)
+	_, err = l.Recover(0, true)
+	require.NoError(t, err)
+	require.Len(t, l.Quarantined(), 1)
+	require.NoError(t, l.Close())
+
+	l, err = Open(o)
+	require.NoError(t, err)
+	end, err := l.Recover(0, true)
+	require.NoError(t, err)
+	require.Equal(t, end0, end)
+	require.Empty(t, l.Quarantined(), "reported once, when found")
+	_, err = l.Append([]message.Record{newRecord("Topic", 0, 10, 99)}, false)
+	require.NoError(t, err)
+	require.Len(t, readAll(t, l), len(recs))
+	require.NoError(t, l.Close())
+}
+
+// TestDamageAfterTheDurableOffsetIsATornTail checks the other side: a bad record at or
+// after the durable offset ends the log even when valid records follow, so a crash leaves
+// a prefix of what was appended.
+func TestDamageAfterTheDurableOffsetIsATornTail(t *testing.T) {
+	o := testOptions(nil, "/log")
+	base, recs, _ := buildLog(t, o, 2*testSegSize, 13)
+	victim := recs[5]
+	mutateFile(t, base, segPath("/log", 0), testSegSize, func(b []byte) { b[victim.PhysicalOffset+1] ^= 0x7f })
+	o.FS = base
+	l, err := Open(o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l.Close()) }()
+	end, err := l.RecoverWith(RecoverOptions{From: 0, Durable: victim.PhysicalOffset, VerifyCRC: true})
+	require.NoError(t, err)
+	require.Equal(t, victim.PhysicalOffset, end)
+	require.Empty(t, l.Quarantined())
 }

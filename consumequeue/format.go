@@ -21,7 +21,8 @@ import (
 //
 // A unit is valid iff physical offset ≥ 0 and size > 0; a zero unit ends the queue (segments
 // are created zero-filled). A queue whose first segment starts before its first real unit
-// pads the gap with "pre-blank" units (physical 0, size math.MaxInt32, tags 0).
+// pads the gap with "pre-blank" units (physical 0, size math.MaxInt32, tags 0). A "hole"
+// unit (size 1) stands for a message lost to quarantined commit-log damage (hole.go).
 //
 // A segment holds UnitsPerFile units and is named by the byte offset of its first unit as 20
 // zero-padded decimal digits. These constants and rules are part of the on-disk format.

@@ -310,6 +310,14 @@ func (q *Queue) timeAfter(o, ts int64, strict bool, storeTimeOf func(int64, int3
 	if err != nil {
 		return false, err
 	}
+	for u.Hole() { // a lost message: judge by the next real one (there always is one)
+		if o++; o >= q.MaxOffset() {
+			return true, nil
+		}
+		if u, err = q.Get(o); err != nil {
+			return false, err
+		}
+	}
 	t, err := storeTimeOf(u.Offset, u.Size)
 	if err != nil {
 		return false, fmt.Errorf("consumequeue: %s offset %d: store time: %w", q, o, err)

@@ -21,6 +21,12 @@ const (
 	// segment: TOTALSIZE = bytes left in the segment, then this magic; the
 	// rest of the segment is not meaningful.
 	MagicBlank uint32 = 0xCBD43194
+	// MagicQuarantine is Ferry's own: it marks a damaged range of a commit-log segment
+	// that recovery set aside (TOTALSIZE = the range's length, at least 8, never past
+	// the segment end; then this magic; the rest of the range is the damaged bytes,
+	// kept as found). Readers skip the range as they skip a blank filler. RocketMQ
+	// does not know it: a store with quarantined ranges is Ferry's alone.
+	MagicQuarantine uint32 = 0xFE44A7E1
 )
 
 // Size limits of the V1 format. They are part of the on-disk format, except
@@ -470,6 +476,27 @@ func PeekHeader(b []byte) (totalSize int32, magic uint32, err error) {
 		return 0, 0, fmt.Errorf("%w: %d bytes, the header needs %d", ErrTruncated, len(b), BlankHeaderSize)
 	}
 	return int32(binary.BigEndian.Uint32(b[PosTotalSize:])), binary.BigEndian.Uint32(b[PosMagic:]), nil
+}
+
+// QuarantineSize returns the length of the quarantined range b starts with, or 0 when b
+// does not start with a quarantine header (MagicQuarantine and a TOTALSIZE of at least 8
+// that fits in b).
+func QuarantineSize(b []byte) int {
+	if len(b) < BlankHeaderSize || binary.BigEndian.Uint32(b[PosMagic:]) != MagicQuarantine {
+		return 0
+	}
+	n := int64(binary.BigEndian.Uint32(b[PosTotalSize:]))
+	if n < BlankHeaderSize || n > int64(len(b)) {
+		return 0
+	}
+	return int(n)
+}
+
+// EncodeQuarantine writes the 8-byte quarantine header of an n-byte range at the start
+// of b.
+func EncodeQuarantine(b []byte, n int) {
+	binary.BigEndian.PutUint32(b[PosTotalSize:], uint32(n))
+	binary.BigEndian.PutUint32(b[PosMagic:], MagicQuarantine)
 }
 
 // IsBlank reports whether b starts with a blank filler header (MagicBlank).

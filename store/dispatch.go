@@ -194,6 +194,16 @@ func (s *Store) dispatchUnit(d *dispatcher, rec *message.Record, off int64) erro
 			err = q.Append(rec.QueueOffset, u)
 		}
 	}
+	if errors.Is(err, consumequeue.ErrGap) {
+		// Records carry their queue offsets: the ones between were lost to damage the
+		// log quarantined, and the queue skips them with hole units.
+		from := q.MaxOffset()
+		if err = q.FillGap(rec.QueueOffset, off); err == nil {
+			s.log.Warn().Str("queue", q.String()).Int64("from", from).Int64("to", rec.QueueOffset).
+				Msg("queue offsets lost to commit-log damage are skipped")
+			err = q.Append(rec.QueueOffset, u)
+		}
+	}
 	switch {
 	case errors.Is(err, consumequeue.ErrGap) || errors.Is(err, consumequeue.ErrMismatch):
 		// A queue offset the log assigned does not fit the queue: a bug, not a reason

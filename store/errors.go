@@ -16,4 +16,7 @@ var (
 	ErrStorageFailed = errors.New("store: storage failed, writes refused")
 	// ErrNotFound means no message exists at the given offset or for the given key.
 	ErrNotFound = errors.New("store: message not found")
+	// ErrDamaged means the stored record fails its checks (body CRC): the disk altered it
+	// after it was written. It is not served.
+	ErrDamaged = errors.New("store: stored message is damaged")
 )

@@ -185,6 +185,7 @@ func (o *Options) diskReserve() uint64 {
 	}
 	return uint64(r)
 }
+func (o *Options) quarantineDir() string  { return filepath.Join(o.Dir, "quarantine") }
 func (o *Options) queueTablePath() string { return filepath.Join(o.Dir, queueTableName) }
 func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") }
 

@@ -40,6 +40,11 @@ func (s *Store) QueryByKey(topic, key string, uniqKey bool, maxNum int, begin, e
 			v.Release()
 			return false
 		}
+		if err := rec.VerifyBodyCRC(); err != nil {
+			v.Release()
+			s.badRead(phy, err)
+			return false
+		}
 		b, err := s.cl.Read(phy, int(rec.StoreSize))
 		v.Release()
 		if err != nil {

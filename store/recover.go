@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
+	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
 )
 
@@ -63,7 +65,9 @@ func (s *Store) recover() error {
 			from = lastStart
 		}
 	}
-	end, err := s.cl.Recover(from, true)
+	ro := commitlog.RecoverOptions{From: from, VerifyCRC: true, Keep: s.keepDamaged,
+		Durable: cp.FlushedOffset, GuessDurable: !cp.Valid}
+	end, err := s.cl.RecoverWith(ro)
 	if err != nil {
 		return fmt.Errorf("store: recover commit log: %w", err)
 	}
@@ -194,3 +198,23 @@ func (s *Store) unitMatches(q *consumequeue.Queue, u consumequeue.Unit) bool {
 
 // errDispatchStalled reports a record the dispatcher cannot read.
 var errDispatchStalled = errors.New("store: dispatcher stalled on an unreadable record")
+
+// maxKeptDamage bounds the bytes of one damaged range copied to the quarantine directory.
+const maxKeptDamage = 16 << 20
+
+// keepDamaged copies a damaged commit-log range (at most maxKeptDamage bytes of it) to
+// <dir>/quarantine/<20-digit offset> before recovery marks it, for whoever investigates.
+func (s *Store) keepDamaged(from int64, b []byte) error {
+	dir := s.opts.quarantineDir()
+	if err := s.opts.FS.MkdirAll(dir); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%020d", from))
+	if err := s.opts.FS.WriteFileAtomic(path, b[:min(len(b), maxKeptDamage)]); err != nil {
+		return fmt.Errorf("store: keep damaged bytes: %w", err)
+	}
+	s.damaged.Add(1)
+	s.log.Error().Int64("from", from).Int("bytes", len(b)).Str("copy", path).
+		Msg("damaged commit-log bytes copied before quarantine")
+	return nil
+}

@@ -45,6 +45,9 @@ type Store struct {
 
 	dispatched atomic.Int64 // every record below this physical offset is dispatched
 	stallFloor atomic.Int64 // derived files are complete below this offset (MaxInt64: no stall)
+	damaged    atomic.Int64 // damaged log ranges quarantined by recovery
+	badReads   atomic.Int64 // records a read found damaged and did not serve
+	badLog     atomic.Int64 // unix nanoseconds before which bad reads are not logged
 	dispatchMu sync.Mutex   // held while dispatching and while deleting a topic
 	disp       dispatcher   // guarded by dispatchMu
 	topicGen   atomic.Uint64
@@ -230,6 +233,21 @@ func (s *Store) WaitDispatched(ctx context.Context, phy int64) error {
 			return fmt.Errorf("store: waiting for dispatch to %d (at %d): %w", phy, s.dispatched.Load(), ctx.Err())
 		}
 	}
+}
+
+// Damage counts what the store found damaged.
+type Damage struct {
+	// QuarantinedRanges is how many damaged commit-log ranges recovery set aside (their
+	// records lost, the log going on after them) since Open.
+	QuarantinedRanges int64
+	// BadReads is how many records pulls, queries and views found damaged (wrong size
+	// or magic, body CRC mismatch) and did not serve since Open.
+	BadReads int64
+}
+
+// Damage returns the damage counters.
+func (s *Store) Damage() Damage {
+	return Damage{QuarantinedRanges: s.damaged.Load(), BadReads: s.badReads.Load()}
 }
 
 // DiskFull reports whether writes are currently refused for lack of space.

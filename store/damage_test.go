@@ -1,0 +1,113 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+)
+
+// patchLog changes bytes of the commit log of a store in o at physical offset phy.
+func patchLog(t *testing.T, o Options, phy int64, fn func(b []byte)) {
+	t.Helper()
+	start := phy / o.SegmentSize * o.SegmentSize
+	path := filepath.Join(o.commitLogDir(), specFileName(start))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, f.Close()) }()
+	b := make([]byte, 4096)
+	n, err := f.ReadAt(b, phy-start)
+	require.NoError(t, err)
+	fn(b[:n])
+	_, err = f.WriteAt(b[:n], phy-start)
+	require.NoError(t, err)
+}
+
+// TestFlippedByteWithDamagedCheckpointCostsOneRecord is the operator's worst morning: a
+// crash, a damaged checkpoint, and one flipped byte in the first segment of a long log.
+// Recovery must keep everything but the damaged record, report it, copy its bytes aside,
+// and the record's queue must skip its offset and go on.
+func TestFlippedByteWithDamagedCheckpointCostsOneRecord(t *testing.T) {
+	o := testOptions(mmap.OSFS{}, t.TempDir())
+	s, err := Open(o)
+	require.NoError(t, err)
+	s.Start()
+	msgs := makeMessages(1200, 3, 2)
+	var offs []int64
+	for _, m := range msgs {
+		offs = append(offs, put(t, s, m, false).PhysicalOffset)
+	}
+	waitDispatched(t, s)
+	require.Greater(t, len(s.cl.Segments()), 4)
+	require.NoError(t, s.writeCheckpoint())
+	require.NoError(t, s.closeForTest()) // a crash: abort stays
+
+	victim := 100 // in the first segment
+	body := []byte(msgs[victim].body)
+	patchLog(t, o, offs[victim], func(b []byte) {
+		i := bytes.Index(b, body)
+		require.Positive(t, i)
+		b[i+2] ^= 0x20
+	})
+	cp, err := os.ReadFile(o.checkpointPath())
+	require.NoError(t, err)
+	cp[50] ^= 0xff
+	require.NoError(t, os.WriteFile(o.checkpointPath(), cp, 0o644))
+
+	s2 := openStore(t, o)
+	require.Equal(t, int64(1), s2.Damage().QuarantinedRanges)
+	kept, err := os.ReadDir(o.quarantineDir())
+	require.NoError(t, err)
+	require.Len(t, kept, 1, "the damaged bytes are copied aside")
+	require.Equal(t, len(msgs)-1, checkQueuesConsistent(t, s2), "every other message is back")
+	v := msgs[victim]
+	recs := queueContents(t, s2, v.topic, v.queueID)
+	require.Len(t, recs, len(msgs)/6-1)
+	for _, r := range recs {
+		require.NotEqual(t, v.body, string(r.Body))
+	}
+	res := put(t, s2, testMessage{topic: v.topic, queueID: v.queueID, body: "after", uniq: "U-after"}, false)
+	require.Equal(t, int64(len(msgs)/6), res.QueueOffset, "queue offsets go on after the lost one")
+	waitDispatched(t, s2)
+	require.Len(t, queueContents(t, s2, v.topic, v.queueID), len(msgs)/6)
+	ts, err := s2.OffsetByTime(v.topic, v.queueID, 0, false)
+	require.NoError(t, err, "a search by time steps over the lost offset")
+	require.Equal(t, s2.MinOffset(v.topic, v.queueID), ts)
+}
+
+// TestDamageAfterRecoveryIsNotServed damages records of a running store below its
+// checkpoint, where recovery does not look: a pull must skip a record whose header is
+// wrong, and a view or key query must refuse one whose body CRC fails.
+func TestDamageAfterRecoveryIsNotServed(t *testing.T) {
+	o := testOptions(mmap.OSFS{}, t.TempDir())
+	s := openStore(t, o)
+	var offs []int64
+	for i := range 10 {
+		m := testMessage{topic: "T", body: "payload-" + string(rune('a'+i)), uniq: "U" + string(rune('a'+i)), keys: "k"}
+		offs = append(offs, put(t, s, m, false).PhysicalOffset)
+	}
+	waitDispatched(t, s)
+
+	patchLog(t, o, offs[3], func(b []byte) { binary.BigEndian.PutUint32(b[message.PosMagic:], 0x01020304) })
+	patchLog(t, o, offs[6], func(b []byte) { b[bytes.Index(b, []byte("payload-g"))] ^= 1 })
+
+	r, err := s.GetMessages("T", 0, 0, 32, 1<<20, nil)
+	require.NoError(t, err)
+	require.Len(t, r.Messages, 9, "the record with a bad header is skipped")
+	require.Equal(t, int64(10), r.NextBeginOffset)
+	r.Release()
+	require.Equal(t, int64(1), s.Damage().BadReads)
+
+	_, _, err = s.ReadMessage(offs[6])
+	require.ErrorIs(t, err, ErrDamaged)
+	qr, err := s.QueryByKey("T", "k", false, 32, 0, 1<<62)
+	require.NoError(t, err)
+	require.Len(t, qr.Records, 8, "neither damaged record is a query result")
+	qr.Release()
+}
