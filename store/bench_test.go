@@ -125,6 +125,17 @@ func BenchmarkStoreGetSequential(b *testing.B) {
 		}
 	}
 	waitDispatched(b, s)
+	// The same store with and without the pull path's size-and-magic check, so one run
+	// shows what the check costs.
+	b.Run("checked", func(b *testing.B) { benchGetSequential(b, s, n) })
+	b.Run("unchecked", func(b *testing.B) {
+		s.noReadChecks = true
+		defer func() { s.noReadChecks = false }()
+		benchGetSequential(b, s, n)
+	})
+}
+
+func benchGetSequential(b *testing.B, s *Store, n int64) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()

@@ -75,6 +75,14 @@ type Options struct {
 	// DiskCheckInterval is how often the disk guard samples usage (1 s).
 	DiskCheckInterval time.Duration
 
+	// VerifyAll makes Open validate the whole commit log rather than only what follows the
+	// checkpoint: damage anywhere before the durable offset is quarantined (ferry scrub).
+	VerifyAll bool
+	// ScrubInterval runs Scrub in the background this often (0: never); ScrubBytesPerSec
+	// paces it (0: unpaced).
+	ScrubInterval    time.Duration
+	ScrubBytesPerSec int64
+
 	// TagsCode, if set, may override the consume-queue tags code of a record (the schedule
 	// service stores delivery times there); ok=false keeps the TAGS hash.
 	TagsCode func(rec *message.Record) (code int64, ok bool)

@@ -54,6 +54,9 @@ func (s *Store) recover() error {
 		from = segs[max(len(segs)-recoverSegments, 0)].Start
 		dispatchFrom = from
 	}
+	if len(segs) > 0 && s.opts.VerifyAll {
+		from = segs[0].Start
+	}
 	if len(segs) > 0 {
 		first, lastStart := segs[0].Start, segs[len(segs)-1].Start
 		if from < first {
@@ -149,11 +152,13 @@ func (s *Store) rebuildPlan(dispatchFrom, logMin, end int64) rebuild {
 	s.cqs.Range(func(_ string, _ int32, q *consumequeue.Queue) bool {
 		last, ok := q.LastUnit()
 		switch {
-		case q.Dropped() && ok:
+		case q.Dropped() && ok && s.unitMatches(q, last):
 			lower(last.End(), "recovery dropped damaged units or files of a queue", q)
+		case q.Dropped() && ok:
+			lower(logMin, "recovery dropped damaged units of a queue whose last good-looking unit is wrong too", q)
 		case q.Dropped():
 			lower(logMin, "recovery dropped every unit of a queue", q)
-		case ok && last.Offset >= logMin && last.End() <= end && !s.unitMatches(q, last):
+		case ok && !last.Hole() && last.Offset >= logMin && last.End() <= end && !s.unitMatches(q, last):
 			lower(logMin, "a queue's last unit does not point at its record", q)
 		}
 		return true

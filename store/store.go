@@ -43,16 +43,19 @@ type Store struct {
 	idx   *index.Index // nil when the index is disabled
 	guard diskGuard
 
-	dispatched atomic.Int64 // every record below this physical offset is dispatched
-	stallFloor atomic.Int64 // derived files are complete below this offset (MaxInt64: no stall)
-	damaged    atomic.Int64 // damaged log ranges quarantined by recovery
-	badReads   atomic.Int64 // records a read found damaged and did not serve
-	badLog     atomic.Int64 // unix nanoseconds before which bad reads are not logged
-	dispatchMu sync.Mutex   // held while dispatching and while deleting a topic
-	disp       dispatcher   // guarded by dispatchMu
-	topicGen   atomic.Uint64
-	kick       chan struct{}
-	progress   struct {
+	dispatched   atomic.Int64 // every record below this physical offset is dispatched
+	stallFloor   atomic.Int64 // derived files are complete below this offset (MaxInt64: no stall)
+	damaged      atomic.Int64 // damaged log ranges quarantined by recovery
+	badReads     atomic.Int64 // records a read found damaged and did not serve
+	badLog       atomic.Int64 // unix nanoseconds before which bad reads are not logged
+	scrubs       atomic.Int64 // background scrubs finished
+	noReadChecks bool         // benchmarks only: skip the pull path's record check to measure its cost
+	scrubDamage  atomic.Int64 // problems background scrubs found
+	dispatchMu   sync.Mutex   // held while dispatching and while deleting a topic
+	disp         dispatcher   // guarded by dispatchMu
+	topicGen     atomic.Uint64
+	kick         chan struct{}
+	progress     struct {
 		sync.Mutex
 		ch    chan struct{} // closed and replaced when dispatched advances and taken is set
 		taken bool          // a WaitDispatched caller holds ch
@@ -151,6 +154,9 @@ func (s *Store) Start() {
 	s.goTracked(s.checkpointLoop)
 	s.goTracked(func() { s.every(s.opts.DiskCheckInterval, s.guard.check) })
 	s.goTracked(s.cleanLoop)
+	if s.opts.ScrubInterval > 0 {
+		s.goTracked(s.scrubLoop)
+	}
 }
 
 // goTracked runs fn on a goroutine that Shutdown waits for.
@@ -243,11 +249,15 @@ type Damage struct {
 	// BadReads is how many records pulls, queries and views found damaged (wrong size
 	// or magic, body CRC mismatch) and did not serve since Open.
 	BadReads int64
+	// Scrubs is how many background scrubs finished; ScrubFindings the damaged ranges,
+	// bad and missing units they reported, summed.
+	Scrubs, ScrubFindings int64
 }
 
 // Damage returns the damage counters.
 func (s *Store) Damage() Damage {
-	return Damage{QuarantinedRanges: s.damaged.Load(), BadReads: s.badReads.Load()}
+	return Damage{QuarantinedRanges: s.damaged.Load(), BadReads: s.badReads.Load(),
+		Scrubs: s.scrubs.Load(), ScrubFindings: s.scrubDamage.Load()}
 }
 
 // DiskFull reports whether writes are currently refused for lack of space.
