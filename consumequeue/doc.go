@@ -12,6 +12,17 @@
 // first unit that is not valid (see format.go) ends the queue. The unit layout is drawn in
 // format.go, directly above its codec.
 //
+// A segment is created sparse, at its full size but without disk blocks
+// (mmap.FS.OpenMappedSparse), so a queue that holds one unit takes one page of disk, not
+// 6 MB. The writer allocates blocks ahead of itself with an mmap.Grower (4 KiB first, then
+// chunks as large as what is already allocated, up to 1 MiB) before it writes a unit into
+// a page, so a full disk is an error from Append (matching mmap.ErrNoSpace) rather than a
+// SIGBUS; nothing is written then and the same Append may be retried. Holes read as zeros,
+// which is the end-of-queue marker, so recovery reads a sparse tail correctly; zeroing a
+// torn or truncated tail writes only the words that are not zero, so it never writes into
+// a hole. After Open, the pages below a queue's last unit are known to have blocks (each
+// holds units), and allocation resumes at the end of the data.
+//
 // # Writers and readers
 //
 // One dispatcher goroutine appends units (Queue.Append) in queue-offset order; appends are

@@ -10,11 +10,13 @@ import (
 	"github.com/ferrymq/ferry/internal/mmap"
 )
 
-// segment is one mapped segment file.
+// segment is one mapped segment file. Files are sparse (see "Files" in the package doc):
+// grow allocates their blocks ahead of the writer.
 type segment struct {
 	base int64 // queue offset of the segment's first unit
 	m    mmap.Mapped
 	b    []byte
+	grow mmap.Grower // guarded by Queue.w
 }
 
 // unit returns the bytes of unit number o, which must be inside the segment.
@@ -140,11 +142,12 @@ func (q *Queue) unitLocked(o int64) []byte {
 }
 
 // appendSlotLocked returns the bytes for unit o = MaxOffset, creating its segment if
-// needed. The caller holds w.
+// needed and allocating its blocks (mmap.Grower), so the caller may write into them. On an
+// error (ENOSPC included) nothing has been written. The caller holds w.
 func (q *Queue) appendSlotLocked(o int64) ([]byte, error) {
 	list := q.seg.list
 	if n := len(list); n > 0 && o < list[n-1].base+q.units {
-		return list[n-1].unit(o), nil
+		return q.allocUnitLocked(list[n-1], o)
 	}
 	base := o / q.units * q.units
 	if n := len(list); n > 0 {
@@ -157,11 +160,21 @@ func (q *Queue) appendSlotLocked(o int64) ([]byte, error) {
 	q.seg.Lock()
 	q.seg.list = append(q.seg.list[:len(q.seg.list):len(q.seg.list)], s)
 	q.seg.Unlock()
+	return q.allocUnitLocked(s, o)
+}
+
+// allocUnitLocked makes sure unit o of segment s has its blocks and returns its bytes. The
+// caller holds w.
+func (q *Queue) allocUnitLocked(s *segment, o int64) ([]byte, error) {
+	if err := s.grow.Ensure((o - s.base + 1) * UnitSize); err != nil {
+		return nil, fmt.Errorf("consumequeue: %s offset %d: %w", q, o, err)
+	}
 	return s.unit(o), nil
 }
 
-// createSegmentLocked creates the segment starting at unit base, fills units [base, first)
-// with durable pre-blank units and makes the file's existence durable. The caller holds w.
+// createSegmentLocked creates the (sparse) segment starting at unit base, fills units
+// [base, first) with durable pre-blank units and makes the file's existence durable. The
+// caller holds w.
 func (q *Queue) createSegmentLocked(base, first int64) (*segment, error) {
 	if err := q.ensureDirLocked(); err != nil {
 		return nil, err
@@ -175,12 +188,15 @@ func (q *Queue) createSegmentLocked(base, first int64) (*segment, error) {
 			return nil, fmt.Errorf("consumequeue: %s: remove stale segment: %w", q, err)
 		}
 	}
-	m, err := q.fs.OpenMapped(path, q.fileSize, true)
+	m, err := q.fs.OpenMappedSparse(path, q.fileSize, true)
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: %s: create segment: %w", q, err)
 	}
-	s := &segment{base: base, m: m, b: m.Bytes()}
+	s := &segment{base: base, m: m, b: m.Bytes(), grow: mmap.NewGrower(m, 0)}
 	if first > base {
+		if err := s.grow.Ensure((first - base) * UnitSize); err != nil {
+			return nil, errors.Join(fmt.Errorf("consumequeue: %s: pre-blank units: %w", q, err), m.Close())
+		}
 		blank := Unit{Size: preBlankSize}
 		for o := base; o < first; o++ {
 			encodeUnit(s.unit(o), blank)

@@ -1,9 +1,12 @@
 package consumequeue
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/ferrymq/ferry/internal/mmap"
 )
 
 // Recover reloads the queue from its files: it maps every segment, scans the newest ones up
@@ -50,6 +53,15 @@ func (q *Queue) Recover() error {
 	}
 	q.dropped.Store(dropped || cut)
 
+	for i, s := range segs {
+		// Every page below the last unit holds units, so it has its blocks (see
+		// mmap.NewGrower); appends allocate from the end of the data on.
+		from := q.fileSize
+		if i == len(segs)-1 {
+			from = max(end-s.base, 0) * UnitSize
+		}
+		s.grow = mmap.NewGrower(s.m, from)
+	}
 	minOff := end
 	q.w.hasLast, q.w.last = false, Unit{}
 	if len(segs) > 0 {
@@ -105,7 +117,7 @@ func (q *Queue) loadSegments() (segs []*segment, dropped bool, err error) {
 			}
 			return segs, true, nil
 		}
-		m, err := q.fs.OpenMapped(path, q.fileSize, false)
+		m, err := q.fs.OpenMappedSparse(path, q.fileSize, false)
 		if err != nil {
 			return nil, false, errors.Join(fmt.Errorf("consumequeue: %s: %w", q, err), closeSegments(segs))
 		}
@@ -166,7 +178,7 @@ scan:
 		from := (end - s.base) * UnitSize
 		if to := lastNonZero(s.b[from:]); to > 0 {
 			cut = true
-			clear(s.b[from : from+int64(to)])
+			clearNonZero(s.b[from : from+int64(to)])
 			if err := s.m.Sync(from, int64(to)); err != nil {
 				return 0, false, fmt.Errorf("consumequeue: %s: clear torn tail: %w", q, err)
 			}
@@ -198,6 +210,24 @@ func lastNonZero(b []byte) int {
 		i--
 	}
 	return i
+}
+
+// clearNonZero zeroes b by writing only its non-zero 8-byte words (and bytes). A page
+// that reads as zeros may be a hole of the sparse file, and writing into a hole needs a
+// block (a SIGBUS on a full disk); a page with a non-zero byte has its block. So zeroing
+// units never allocates, and never dirties pages that are zero already.
+func clearNonZero(b []byte) {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.NativeEndian.Uint64(b[i:]) != 0 {
+			binary.NativeEndian.PutUint64(b[i:], 0)
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] != 0 {
+			b[i] = 0
+		}
+	}
 }
 
 // removeSegments unmaps and deletes segments (newest first) and syncs the directory.
@@ -257,7 +287,7 @@ func (q *Queue) TruncateByPhysical(phy int64) error {
 	var zs *segment
 	if s := list[keep-1]; k < s.base+q.units {
 		zs = s
-		clear(s.b[(k-s.base)*UnitSize : (min(hi, s.base+q.units)-s.base)*UnitSize])
+		clearNonZero(s.b[(k-s.base)*UnitSize : (min(hi, s.base+q.units)-s.base)*UnitSize])
 	}
 	q.max.Store(k)
 	q.seg.Unlock()

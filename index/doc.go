@@ -12,6 +12,32 @@
 // written by Flush: between flushes the newest file's slot heads and header live in memory
 // (a shadow of the slot table), and Query reads them from there.
 //
+// # Disk space
+//
+// A file is created sparse, at its full size (420,000,040 bytes by default, so names,
+// offsets and layout are RocketMQ's) but without disk blocks (mmap.FS.OpenMappedSparse);
+// space is allocated before anything is written into it, so that a full disk is an error
+// from Put (matching mmap.ErrNoSpace, with nothing written) and never a SIGBUS from a
+// store into the mapping:
+//
+//   - the header's page when the file is created;
+//   - the entry area ahead of the next entry, in chunks (mmap.Grower: 4 KiB first, then
+//     as much as is already allocated, up to 1 MiB), by Put;
+//   - the 4 KiB page holding a key's hash slot, by Put, the first time a slot on that
+//     page is used (a bitmap per file remembers which pages have blocks), although the
+//     slot itself is written by Flush; Flush writes only slots that change, so a slot
+//     page nobody used stays a hole.
+//
+// A file with k keys therefore takes about 4 KiB + 20·k bytes of entries plus one page per
+// distinct slot page its keys hash to: at most 4 KiB per key, and never more than the 20 MB
+// slot table, instead of 420 MB from the first key. Allocating the whole slot table up
+// front would cost 20 MB per file whatever the key count; allocating slot pages on demand
+// costs one fallocate per new slot page (at most 4,883 per file with default sizes).
+// Holes read as zeros, which mean "empty slot" and "no entry", so queries and recovery
+// read a sparse file as they read a zero-filled one. After Open, the entry area below the
+// entry count is known to have blocks (it holds entries); slot pages are allocated again
+// (a no-op on disk) the first time they are written.
+//
 // # Crash completeness
 //
 // Unlike RocketMQ, which may lose index entries on kill -9, the index comes back complete

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -18,6 +19,10 @@ type file struct {
 	slotNum int64
 	maxEnt  int32
 
+	// Block allocation of the sparse file (see "Disk space" in the package doc).
+	metaPages []atomic.Uint64 // bit p: page p of header and slot table has blocks
+	entries   mmap.Grower     // the entry area; guarded by Index.mu
+
 	// Guarded by Index.mu.
 	h        header   // the live header
 	shadow   []int32  // live slot heads, while the mapping may lag behind (nil: read the mapping)
@@ -29,9 +34,43 @@ type file struct {
 	disk   header // the header last made durable
 }
 
+// allocPage is the unit in which the header and slot table are allocated.
+const allocPage = mmap.GrowMinChunk
+
+// entryOffset is the file offset of entry n.
+func (f *file) entryOffset(n int32) int64 {
+	return HeaderSize + f.slotNum*SlotSize + int64(n)*EntrySize
+}
+
 func (f *file) entryBytes(n int32) []byte {
-	off := HeaderSize + f.slotNum*SlotSize + int64(n)*EntrySize
+	off := f.entryOffset(n)
 	return f.b[off : off+EntrySize]
+}
+
+// allocMeta makes sure the page holding byte off of the header or slot table has disk
+// blocks, so it may be written. It is safe to call from Put (under Index.mu) and Flush
+// (under flushMu) at once: allocating a page twice is harmless.
+func (f *file) allocMeta(off int64) error {
+	p := off / allocPage
+	w, bit := &f.metaPages[p/64], uint64(1)<<(p%64)
+	if w.Load()&bit != 0 {
+		return nil
+	}
+	if err := f.m.Allocate(p*allocPage, min(allocPage, f.m.Size()-p*allocPage)); err != nil {
+		return fmt.Errorf("index: %s: %w", f.name, err)
+	}
+	w.Or(bit)
+	return nil
+}
+
+// reserve allocates what adding an entry with this hash writes: the next entry (the entry
+// area grows in chunks) and the page of its slot, which Flush writes later. The caller
+// holds Index.mu; on an error nothing has been written.
+func (f *file) reserve(hash int32) error {
+	if err := f.entries.Ensure(f.entryOffset(f.h.count + 1)); err != nil {
+		return fmt.Errorf("index: %s: %w", f.name, err)
+	}
+	return f.allocMeta(HeaderSize + (int64(hash)%f.slotNum)*SlotSize)
 }
 
 func (f *file) entry(n int32) entry { return decodeEntry(f.entryBytes(n)) }
@@ -135,14 +174,23 @@ func (f *file) persist(from, to int32, slots []slotValue, h header) error {
 	if len(slots) > 0 {
 		lo, hi := int64(slots[0].slot), int64(slots[0].slot)
 		for _, sv := range slots {
-			f.setMappedSlot(int64(sv.slot), sv.head)
 			lo, hi = min(lo, int64(sv.slot)), max(hi, int64(sv.slot))
+			if f.mappedSlot(int64(sv.slot)) == sv.head {
+				continue // unchanged: no write, so a hole stays a hole
+			}
+			if err := f.allocMeta(HeaderSize + int64(sv.slot)*SlotSize); err != nil {
+				return fmt.Errorf("index: sync slots: %w", err)
+			}
+			f.setMappedSlot(int64(sv.slot), sv.head)
 		}
 		if err := f.m.Sync(HeaderSize+lo*SlotSize, (hi-lo+1)*SlotSize); err != nil {
 			return fmt.Errorf("index: %s: sync slots: %w", f.name, err)
 		}
 	}
 	if h != f.disk {
+		if err := f.allocMeta(0); err != nil {
+			return fmt.Errorf("index: sync header: %w", err)
+		}
 		h.encode(f.b)
 		if err := f.m.Sync(0, HeaderSize); err != nil {
 			return fmt.Errorf("index: %s: sync header: %w", f.name, err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -97,7 +98,7 @@ func (x *Index) openFile(name string, newest bool) (*file, error) {
 		}
 		return nil, fmt.Errorf("%w: %s has %d bytes, want %d (slot or entry count changed?)", ErrCorrupt, name, size, x.fileSize)
 	}
-	m, err := x.fs.OpenMapped(path, x.fileSize, false)
+	m, err := x.fs.OpenMappedSparse(path, x.fileSize, false)
 	if err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
@@ -105,12 +106,18 @@ func (x *Index) openFile(name string, newest bool) (*file, error) {
 	if err := f.load(); err != nil {
 		return nil, errors.Join(err, f.close())
 	}
+	// Every page below the first free entry holds entries, so it has its blocks (see
+	// mmap.NewGrower); the entry area grows from there.
+	f.entries = mmap.NewGrower(m, f.entryOffset(f.h.count))
 	return f, nil
 }
 
+// newFile wraps a mapped file; the caller sets f.entries.
 func (x *Index) newFile(name string, m mmap.Mapped) *file {
 	created, _ := parseFileName(name)
-	return &file{name: name, created: created, m: m, b: m.Bytes(), slotNum: x.slotNum, maxEnt: x.maxEnt}
+	pages := (HeaderSize + x.slotNum*SlotSize + allocPage - 1) / allocPage
+	return &file{name: name, created: created, m: m, b: m.Bytes(), slotNum: x.slotNum, maxEnt: x.maxEnt,
+		metaPages: make([]atomic.Uint64, (pages+63)/64)}
 }
 
 // createLocked creates a new newest file seeded with the previous file's end (RocketMQ
@@ -145,14 +152,18 @@ func (x *Index) createLocked() (*file, error) {
 			return nil, fmt.Errorf("index: %w", err)
 		}
 	}
-	m, err := x.fs.OpenMapped(path, x.fileSize, true)
+	m, err := x.fs.OpenMappedSparse(path, x.fileSize, true)
 	if err != nil {
 		return nil, fmt.Errorf("index: create file: %w", err)
+	}
+	f := x.newFile(name, m)
+	f.entries = mmap.NewGrower(m, f.entryOffset(0))
+	if err := f.allocMeta(0); err != nil { // the header's page
+		return nil, errors.Join(fmt.Errorf("index: create file: %w", err), m.Close(), x.fs.Remove(path))
 	}
 	if err := x.fs.SyncDir(x.opts.Dir); err != nil {
 		return nil, errors.Join(fmt.Errorf("index: %w", err), m.Close(), x.fs.Remove(path))
 	}
-	f := x.newFile(name, m)
 	f.created = t
 	f.h = seed
 	f.synced = 1
@@ -201,6 +212,9 @@ func (x *Index) PutHash(hash int32, phyOffset, storeTimestamp int64) error {
 		}
 	}
 	f.ensureShadow()
+	if err := f.reserve(hash); err != nil {
+		return err
+	}
 	f.add(hash, phyOffset, storeTimestamp)
 	return nil
 }

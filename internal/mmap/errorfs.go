@@ -17,9 +17,9 @@ var ErrInjected = errors.New("injected failure")
 // Op is a set of file-system operations, one bit each, for ErrorFS rules and counts.
 type Op uint32
 
-// The operations an ErrorFS sees. OpSync, OpWriteAt, OpWindow, OpWriteMode and OpClose are
-// calls on a Mapped; OpFileWrite, OpFileSync and OpFileClose calls on a File. Their path is
-// the file's.
+// The operations an ErrorFS sees. OpSync, OpWriteAt, OpWindow, OpWriteMode, OpClose and
+// OpAllocate are calls on a Mapped; OpFileWrite, OpFileSync and OpFileClose calls on a File.
+// Their path is the file's. OpOpenMapped is both OpenMapped and OpenMappedSparse.
 const (
 	OpOpenMapped Op = 1 << iota
 	OpReadDir
@@ -44,6 +44,7 @@ const (
 	OpFileClose
 	OpLock
 	OpExtend
+	OpAllocate
 	opEnd
 
 	// OpAll is every operation.
@@ -75,6 +76,8 @@ func (o Op) name() string {
 		return "Lock"
 	case OpExtend:
 		return "Extend"
+	case OpAllocate:
+		return "Allocate"
 	case OpReadDir:
 		return "ReadDir"
 	case OpMkdirAll:
@@ -297,6 +300,18 @@ func (e *ErrorFS) OpenMapped(path string, size int64, create bool) (Mapped, erro
 	return &errMapped{Mapped: m, e: e}, nil
 }
 
+// OpenMappedSparse implements FS; its rules are those of OpOpenMapped.
+func (e *ErrorFS) OpenMappedSparse(path string, size int64, create bool) (Mapped, error) {
+	if err := e.check(OpOpenMapped, path, ""); err != nil {
+		return nil, err
+	}
+	m, err := e.fs.OpenMappedSparse(path, size, create)
+	if err != nil {
+		return nil, err
+	}
+	return &errMapped{Mapped: m, e: e}, nil
+}
+
 // ReadDir implements FS.
 func (e *ErrorFS) ReadDir(path string) ([]string, error) {
 	if err := e.check(OpReadDir, path, ""); err != nil {
@@ -426,6 +441,14 @@ func (m *errMapped) Sync(off, n int64) error {
 		return err
 	}
 	return m.Mapped.Sync(off, n)
+}
+
+// Allocate implements Mapped.
+func (m *errMapped) Allocate(off, n int64) error {
+	if err := m.e.check(OpAllocate, m.Path(), ""); err != nil {
+		return err
+	}
+	return m.Mapped.Allocate(off, n)
 }
 
 // WriteAt implements Mapped.

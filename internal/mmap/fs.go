@@ -12,6 +12,21 @@
 //     loss — optionally with a random part of the unsynced pages written back, as a kernel
 //     might have done before the crash. It can also pretend the disk is full.
 //
+// # Reserved and sparse files
+//
+// A file made by OpenMapped has all its blocks reserved when it is created. A file made by
+// OpenMappedSparse has its full size (so its format and offsets are those of a reserved
+// file) but no blocks: it reads as zeros and takes no space until its owner reserves the
+// pages it is about to write with Mapped.Allocate (fallocate(2) on the range). The rule
+// for a sparse file is: allocate before you write. A store of a mapped page that has no
+// block makes the kernel allocate one at fault time, and if the disk is full that is a
+// SIGBUS that kills the process; Allocate instead returns ENOSPC (ErrNoSpace) as an
+// error before any byte of the range is written. Reading never needs a block (a hole
+// reads as zeros, which every Ferry format treats as "no data here"). Grower allocates
+// ahead of an append position in growing chunks. MemFS counts disk usage by allocated
+// pages and panics when it finds bytes written into a page that was never allocated
+// (see MemFS), so tests enforce the rule.
+//
 // Durability rules (both implementations): bytes written into a Mapped (directly, by
 // WriteAt or through a Window) are durable after Sync covers them; bytes written into a File
 // are durable after its Sync; a file's creation, removal and rename are durable after SyncDir
@@ -37,6 +52,13 @@ const ErrNoSpace = syscall.ENOSPC
 
 // Mapped is one fixed-size file mapped into memory.
 type Mapped interface {
+	// Allocate reserves disk blocks for every page that [off, off+n) touches, so that
+	// writes into those pages cannot meet a full disk. It must precede the first write
+	// into a page of a sparse file (OpenMappedSparse); on a full disk it fails with an
+	// error matching ErrNoSpace and nothing in the range may be written. Allocating
+	// pages that already have blocks changes nothing, and a reserved file (OpenMapped)
+	// has blocks everywhere.
+	Allocate(off, n int64) error
 	// Bytes is the whole file; writes into it change the file. It stays valid until Close.
 	Bytes() []byte
 	// Size is len(Bytes()).
@@ -94,6 +116,12 @@ type FS interface {
 	// if it does not exist. An existing file must have exactly that size. A new file's
 	// existence is durable after SyncDir on its directory.
 	OpenMapped(path string, size int64, create bool) (Mapped, error)
+	// OpenMappedSparse is OpenMapped for a file whose blocks are allocated on demand: a
+	// new file gets its full size without blocks (ftruncate(2): it reads as zeros and
+	// uses no space), and the caller must Allocate every page before writing into it (see
+	// the package documentation). An existing file is opened as it is, holes and all. The
+	// mapping does no readahead (see OSFS.OpenMappedSparse for why).
+	OpenMappedSparse(path string, size int64, create bool) (Mapped, error)
 	// ReadDir lists the names in a directory, sorted; a missing directory is empty.
 	ReadDir(path string) ([]string, error)
 	// MkdirAll creates a directory and its parents; they are durable when it returns.
@@ -125,9 +153,10 @@ type FS interface {
 	Size(path string) (int64, error)
 	// DiskUsage reports the total and free bytes of the file system holding path.
 	DiskUsage(path string) (total, free uint64, err error)
-	// Extend grows the file at path to size bytes, the new ones zero, and makes the new
-	// size durable. A file at least that long is left alone. (Recovery uses it to restore
-	// a segment a crash or an operator left short.)
+	// Extend grows the file at path to size bytes, the new ones zero, reserves blocks for
+	// the whole file (it is for files made by OpenMapped) and makes the new size durable.
+	// A file at least that long is left alone. (Recovery uses it to restore a segment a
+	// crash or an operator left short.)
 	Extend(path string, size int64) error
 	// Lock takes an exclusive lock on the file at path (created if missing) for this
 	// process, so that two processes never open the same store. The lock lasts until

@@ -31,15 +31,31 @@ const crashPage = 4096
 // steps. Crash returns a new MemFS holding what a power loss would leave. Crash reads only
 // durable state when keepUnsynced is 0, so it may run while other goroutines write; with
 // keepUnsynced > 0 it also reads current bytes, so writers must be stopped.
+//
+// Space: disk usage (DiskUsage, SetCapacity) counts allocated bytes. Every byte of a small
+// file and of a file made by OpenMapped (or grown by Extend) is allocated; a file made by
+// OpenMappedSparse starts with none, and Mapped.Allocate allocates whole pages (AllocPage
+// bytes, the last one cut at the end of the file). An allocation survives a Crash: a real
+// file system may lose an allocation that no sync covered, but then it also lost every byte
+// written into it, and Ferry only trusts pages that hold data to have blocks.
+//
+// The allocate-before-write rule for sparse files (see the package documentation) is
+// checked: Mapped.WriteAt into a page without allocation, and non-zero bytes found in such
+// a page by Mapped.Sync or by Crash (when it keeps unsynced pages), panic with a message
+// naming the file and the page — on a real disk that write may be a SIGBUS. Zero bytes
+// written through the mapping cannot be told from a hole and go unnoticed.
 type MemFS struct {
 	mu struct {
 		sync.Mutex
 		roots    map[string]*memNode // "/" and "." (relative paths)
 		capacity int64               // 0 = unlimited
-		used     int64               // bytes of the files reachable from the roots
+		used     int64               // allocated bytes of the files reachable from the roots
 		locks    map[string]bool     // paths locked with Lock; a Crash clone has none
 	}
 }
+
+// AllocPage is the unit in which MemFS allocates the blocks of a sparse file.
+const AllocPage = crashPage
 
 // memNode is an inode: a file (data and its durable image) or a directory (current and
 // durable entries). A node may be reachable under several names of the durable tree
@@ -50,6 +66,11 @@ type memNode struct {
 	data    []byte // current bytes
 	durable []byte // durable image; nil = durLen zero bytes
 	durLen  int    // length of the durable image
+	// Sparse files (OpenMappedSparse): which AllocPage pages have blocks. Other files
+	// have blocks for every byte.
+	sparse     bool
+	alloc      []uint64 // bit p: page p is allocated
+	allocBytes int64    // bytes of the allocated pages (the last page cut at the end)
 	// Directories.
 	entries    map[string]*memNode // current entries
 	durEntries map[string]*memNode // entries as of the last SyncDir
@@ -57,6 +78,67 @@ type memNode struct {
 
 func newDirNode() *memNode {
 	return &memNode{dir: true, entries: map[string]*memNode{}, durEntries: map[string]*memNode{}}
+}
+
+// usage is the allocated bytes of the files in the tree under n.
+func (n *memNode) usage() int64 {
+	switch {
+	case n.dir:
+		var sum int64
+		for _, c := range n.entries {
+			sum += c.usage()
+		}
+		return sum
+	case n.sparse:
+		return n.allocBytes
+	}
+	return int64(len(n.data))
+}
+
+// allocated reports whether page p of a file has blocks.
+func (n *memNode) allocated(p int64) bool {
+	return !n.sparse || n.alloc[p/64]&(1<<(p%64)) != 0
+}
+
+// allocGrowth is how many bytes allocating the pages [p0, p1) of a sparse file would add.
+func (n *memNode) allocGrowth(p0, p1 int64) int64 {
+	var grow int64
+	for p := p0; p < p1; p++ {
+		if !n.allocated(p) {
+			grow += min((p+1)*AllocPage, int64(len(n.data))) - p*AllocPage
+		}
+	}
+	return grow
+}
+
+// allocate marks the pages [p0, p1) of a sparse file allocated.
+func (n *memNode) allocate(p0, p1 int64) {
+	n.allocBytes += n.allocGrowth(p0, p1)
+	for p := p0; p < p1; p++ {
+		n.alloc[p/64] |= 1 << (p % 64)
+	}
+}
+
+// checkWritten panics if a page of [off, end) without blocks holds a non-zero byte of b
+// (the file's current or to-be-durable bytes): something was written there without
+// Allocate. what and path describe the check for the message.
+func (n *memNode) checkWritten(b []byte, off, end int64, what, path string) {
+	if !n.sparse {
+		return
+	}
+	for p := off / AllocPage; p*AllocPage < end; p++ {
+		if n.allocated(p) {
+			continue
+		}
+		lo, hi := max(p*AllocPage, off), min((p+1)*AllocPage, end)
+		for i := lo; i < hi; i++ {
+			if b[i] != 0 {
+				panic(fmt.Sprintf("mmap: MemFS: %s %s: byte %d was written, but its page [%d,%d) was never allocated "+
+					"(Mapped.Allocate must come first: on a real disk this write can be a SIGBUS)",
+					what, path, i, p*AllocPage, min((p+1)*AllocPage, int64(len(b)))))
+			}
+		}
+	}
 }
 
 // durableBytes is the file's durable image, len(durLen).
@@ -138,13 +220,17 @@ func (m *MemFS) Crash(rng *rand.Rand, keepUnsynced float64) *MemFS {
 			for off := 0; off < len(cur); off += crashPage {
 				end := min(off+crashPage, len(cur))
 				if rng.Float64() < keepUnsynced {
+					n.checkWritten(cur, int64(off), int64(end), "crash keeping an unsynced page of", "a file")
 					copy(data[off:end], cur[off:end])
 				}
 			}
 		}
 		c := &memNode{data: data, durable: slices.Clone(data), durLen: len(data)}
+		if n.sparse { // a mapped file: its durable length is its size
+			c.sparse, c.alloc, c.allocBytes = true, slices.Clone(n.alloc), n.allocBytes
+		}
 		clones[n] = c
-		out.mu.used += int64(len(data))
+		out.mu.used += c.usage()
 		return c
 	}
 	for name, root := range m.mu.roots {
@@ -193,18 +279,6 @@ func (m *MemFS) parentLocked(op, path string) (*memNode, string, error) {
 	return d, name, nil
 }
 
-// fileBytes is the current size of every file in the tree under n.
-func fileBytes(n *memNode) int64 {
-	if !n.dir {
-		return int64(len(n.data))
-	}
-	var sum int64
-	for _, c := range n.entries {
-		sum += fileBytes(c)
-	}
-	return sum
-}
-
 // memMapped is a handle on a MemFS file.
 type memMapped struct {
 	fs   *MemFS
@@ -213,8 +287,20 @@ type memMapped struct {
 	data []byte
 }
 
-// OpenMapped implements FS.
+// OpenMapped implements FS: a new file's bytes are all allocated (and count against the
+// capacity) at once.
 func (m *MemFS) OpenMapped(path string, size int64, create bool) (Mapped, error) {
+	return m.openMapped(path, size, create, false)
+}
+
+// OpenMappedSparse implements FS: a new file has no allocated page; see MemFS for how
+// writes into it are checked.
+func (m *MemFS) OpenMappedSparse(path string, size int64, create bool) (Mapped, error) {
+	return m.openMapped(path, size, create, true)
+}
+
+// openMapped opens, or creates reserved or sparse, a mapped file.
+func (m *MemFS) openMapped(path string, size int64, create, sparse bool) (Mapped, error) {
 	path = filepath.Clean(path)
 	if size <= 0 {
 		return nil, fmt.Errorf("mmap: %s: size %d must be positive", path, size)
@@ -232,14 +318,17 @@ func (m *MemFS) OpenMapped(path string, size int64, create bool) (Mapped, error)
 		if err != nil {
 			return nil, err
 		}
-		if m.mu.capacity > 0 && m.mu.used+size > m.mu.capacity {
+		if !sparse && m.mu.capacity > 0 && m.mu.used+size > m.mu.capacity {
 			return nil, fmt.Errorf("mmap: reserve %d bytes for %s: %w", size, path, ErrNoSpace)
 		}
-		// The reserved size is part of the inode: a crash keeps a durably linked file at
-		// full size, zeros where nothing was synced.
+		// The size is part of the inode: a crash keeps a durably linked file at full
+		// size, zeros where nothing was synced.
 		n = &memNode{data: make([]byte, size), durLen: int(size)}
+		if sparse {
+			n.sparse, n.alloc = true, make([]uint64, (size+64*AllocPage-1)/(64*AllocPage))
+		}
 		d.entries[name] = n
-		m.mu.used += size
+		m.mu.used += n.usage()
 	case int64(len(n.data)) != size:
 		return nil, fmt.Errorf("mmap: %s has %d bytes, want %d", path, len(n.data), size)
 	}
@@ -263,10 +352,30 @@ func (h *memMapped) Sync(off, n int64) error {
 	}
 	h.fs.mu.Lock()
 	defer h.fs.mu.Unlock()
+	h.n.checkWritten(h.data, off, off+n, "sync of", h.path)
 	if h.n.durable == nil {
 		h.n.durable = make([]byte, len(h.n.data))
 	}
 	copy(h.n.durable[off:off+n], h.data[off:off+n])
+	return nil
+}
+
+// Allocate implements Mapped: the pages the range touches count as used from now on, or
+// nothing changes and the error matches ErrNoSpace when they do not fit the capacity.
+func (h *memMapped) Allocate(off, n int64) error {
+	start, end, err := allocRange(off, n, int64(len(h.data)), h.data == nil, h.path, AllocPage)
+	if err != nil || start == end || !h.n.sparse {
+		return err
+	}
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
+	p0, p1 := start/AllocPage, (end+AllocPage-1)/AllocPage
+	grow := h.n.allocGrowth(p0, p1)
+	if c := h.fs.mu.capacity; c > 0 && grow > 0 && h.fs.mu.used+grow > c {
+		return fmt.Errorf("mmap: allocate [%d,%d) of %s: %w", start, end, h.path, ErrNoSpace)
+	}
+	h.n.allocate(p0, p1)
+	h.fs.mu.used += grow
 	return nil
 }
 
@@ -277,6 +386,17 @@ func (h *memMapped) WriteAt(p []byte, off int64) error {
 	}
 	if off < 0 || off+int64(len(p)) > int64(len(h.data)) {
 		return fmt.Errorf("mmap: write [%d,+%d) outside %s of %d bytes", off, len(p), h.path, len(h.data))
+	}
+	if h.n.sparse {
+		h.fs.mu.Lock()
+		for pg := off / AllocPage; pg*AllocPage < off+int64(len(p)); pg++ {
+			if !h.n.allocated(pg) {
+				h.fs.mu.Unlock()
+				panic(fmt.Sprintf("mmap: MemFS: write [%d,+%d) into %s: page [%d,%d) was never allocated "+
+					"(Mapped.Allocate must come first)", off, len(p), h.path, pg*AllocPage, (pg+1)*AllocPage))
+			}
+		}
+		h.fs.mu.Unlock()
 	}
 	copy(h.data[off:], p)
 	return nil
@@ -333,8 +453,8 @@ func (m *MemFS) Create(path string) (File, error) {
 	case n != nil && n.dir:
 		return nil, fmt.Errorf("mmap: create %s: is a directory", path)
 	case n != nil: // truncate the same inode, like O_TRUNC
-		m.mu.used -= int64(len(n.data))
-		n.data = nil
+		m.mu.used -= n.usage()
+		n.data, n.sparse, n.alloc, n.allocBytes = nil, false, nil, 0
 	default:
 		d, name, err := m.parentLocked("create", path)
 		if err != nil {
@@ -412,7 +532,7 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 		case t.dir && len(t.entries) > 0:
 			return fmt.Errorf("mmap: rename %s over %s: directory not empty", oldpath, newpath)
 		}
-		m.mu.used -= fileBytes(t)
+		m.mu.used -= t.usage()
 	}
 	nd.entries[nname] = n
 	delete(od.entries, oname)
@@ -480,7 +600,7 @@ func (m *MemFS) Remove(path string) error {
 	case n.dir && len(n.entries) > 0:
 		return fmt.Errorf("mmap: remove %s: directory not empty", path)
 	}
-	m.mu.used -= int64(len(n.data))
+	m.mu.used -= n.usage()
 	delete(d.entries, name)
 	return nil
 }
@@ -498,7 +618,7 @@ func (m *MemFS) RemoveAll(path string) error {
 		return nil // nothing there
 	}
 	if n := d.entries[name]; n != nil {
-		m.mu.used -= fileBytes(n)
+		m.mu.used -= n.usage()
 		delete(d.entries, name)
 	}
 	return nil
@@ -550,15 +670,16 @@ func (m *MemFS) Extend(path string, size int64) error {
 	if n == nil || n.dir {
 		return fmt.Errorf("mmap: extend %s: %w", path, fs.ErrNotExist)
 	}
-	grow := size - int64(len(n.data))
-	if grow <= 0 {
+	if size <= int64(len(n.data)) {
 		return nil
 	}
+	grow := size - n.usage() // every byte is allocated afterwards
 	if m.mu.capacity > 0 && m.mu.used+grow > m.mu.capacity {
 		return fmt.Errorf("mmap: extend %s by %d bytes: %w", path, grow, ErrNoSpace)
 	}
 	m.mu.used += grow
-	n.data = append(n.data, make([]byte, grow)...)
+	n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+	n.sparse, n.alloc, n.allocBytes = false, nil, 0
 	if n.durable != nil {
 		n.durable = append(n.durable[:n.durLen:n.durLen], make([]byte, int(size)-n.durLen)...)
 	}
@@ -566,7 +687,20 @@ func (m *MemFS) Extend(path string, size int64) error {
 	return nil
 }
 
-// DiskUsage reports the capacity (or 1 TiB when unlimited) and what is left of it.
+// Allocated returns the allocated bytes of the file at path: all of it unless it was made
+// by OpenMappedSparse, whose pages count once Mapped.Allocate has reserved them.
+func (m *MemFS) Allocated(path string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.lookupLocked(path)
+	if n == nil || n.dir {
+		return 0, fmt.Errorf("mmap: allocated %s: %w", path, fs.ErrNotExist)
+	}
+	return n.usage(), nil
+}
+
+// DiskUsage reports the capacity (or 1 TiB when unlimited) and what is left of it; used
+// space is the allocated bytes of every file (see MemFS).
 func (m *MemFS) DiskUsage(string) (total, free uint64, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

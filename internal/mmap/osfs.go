@@ -19,14 +19,35 @@ var _ FS = OSFS{}
 
 // osMapped is a file mapped with mmap(2).
 type osMapped struct {
-	path string
-	f    *os.File
-	data []byte
+	path   string
+	f      *os.File
+	data   []byte
+	sparse bool // mapped with MADV_RANDOM for good (see OpenMappedSparse)
 }
 
 // OpenMapped implements FS. A new file's blocks are reserved with fallocate so that writes
 // into the mapping never meet a full disk (which would be a SIGBUS, not an error).
 func (OSFS) OpenMapped(path string, size int64, create bool) (Mapped, error) {
+	return openOSMapped(path, size, create, false)
+}
+
+// OpenMappedSparse implements FS: a new file is sized with ftruncate, so it has no blocks
+// until Allocate reserves them.
+//
+// The mapping is advised MADV_RANDOM, and that is part of what makes Allocate enough:
+// the page cache may hold a file in large folios (64 KiB, up to 2 MiB, which readahead
+// builds from sequential reads), and the first write fault in a folio reserves blocks for
+// all of it, holes included — a SIGBUS on a full disk although the written page itself
+// was allocated. Without readahead, a fault brings in a single page, so a write through
+// this mapping needs exactly the blocks of its own page. (Large folios that another
+// process's read(2) of the file left in the page cache are not covered; see
+// docs/storage.md.)
+func (OSFS) OpenMappedSparse(path string, size int64, create bool) (Mapped, error) {
+	return openOSMapped(path, size, create, true)
+}
+
+// openOSMapped opens (creating it if asked, sparse or reserved) and maps a file.
+func openOSMapped(path string, size int64, create, sparse bool) (Mapped, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("mmap: %s: size %d must be positive", path, size)
 	}
@@ -43,8 +64,14 @@ func (OSFS) OpenMapped(path string, size int64, create bool) (Mapped, error) {
 		return nil, errors.Join(fmt.Errorf("mmap: stat %s: %w", path, err), f.Close())
 	}
 	switch {
+	case fi.Size() == 0 && create && sparse:
+		if err := f.Truncate(size); err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("mmap: size %s to %d bytes: %w", path, size, err)
+		}
 	case fi.Size() == 0 && create:
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		if err := fallocate(f, 0, size); err != nil {
 			_ = f.Close()
 			_ = os.Remove(path)
 			return nil, fmt.Errorf("mmap: reserve %d bytes for %s: %w", size, path, err)
@@ -56,7 +83,50 @@ func (OSFS) OpenMapped(path string, size int64, create bool) (Mapped, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("mmap: map %s: %w", path, err), f.Close())
 	}
-	return &osMapped{path: path, f: f, data: data}, nil
+	m := &osMapped{path: path, f: f, data: data, sparse: sparse}
+	if sparse {
+		if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
+			return nil, errors.Join(fmt.Errorf("mmap: madvise %s: %w", path, err), m.Close())
+		}
+	}
+	return m, nil
+}
+
+// fallocate reserves blocks for [off, off+n) of f (mode 0: the file grows if the range
+// ends past it), retrying when a signal interrupts it.
+func fallocate(f *os.File, off, n int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, off, n)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Allocate implements Mapped with fallocate(2) over the pages the range touches.
+func (m *osMapped) Allocate(off, n int64) error {
+	start, end, err := allocRange(off, n, int64(len(m.data)), m.data == nil, m.path, int64(os.Getpagesize()))
+	if err != nil || start == end {
+		return err
+	}
+	if err := fallocate(m.f, start, end-start); err != nil {
+		return fmt.Errorf("mmap: allocate [%d,%d) of %s: %w", start, end, m.path, err)
+	}
+	return nil
+}
+
+// allocRange checks an Allocate request on a file of size bytes and returns the range of
+// whole pages it touches (the last one cut at the file's end).
+func allocRange(off, n, size int64, closed bool, path string, page int64) (start, end int64, err error) {
+	switch {
+	case closed:
+		return 0, 0, fmt.Errorf("mmap: allocate in %s: closed", path)
+	case off < 0 || n < 0 || off+n > size:
+		return 0, 0, fmt.Errorf("mmap: allocate [%d,+%d) outside %s of %d bytes", off, n, path, size)
+	case n == 0:
+		return 0, 0, nil
+	}
+	return off / page * page, min((off+n+page-1)/page*page, size), nil
 }
 
 func (m *osMapped) Bytes() []byte { return m.data }
@@ -148,10 +218,11 @@ func (w *osWindow) Close() error {
 }
 
 // WriteMode implements Mapped with madvise(MADV_RANDOM) while appending and
-// madvise(MADV_NORMAL) afterwards.
+// madvise(MADV_NORMAL) afterwards. A sparse file stays MADV_RANDOM (see
+// OpenMappedSparse).
 func (m *osMapped) WriteMode(on bool) error {
 	advice := unix.MADV_NORMAL
-	if on {
+	if on || m.sparse {
 		advice = unix.MADV_RANDOM
 	}
 	if err := unix.Madvise(m.data, advice); err != nil {
@@ -315,8 +386,8 @@ func (OSFS) Size(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// Extend implements FS: ftruncate(2) up to size, then fsync for the new size. The blocks
-// are reserved by the next OpenMapped's fallocate.
+// Extend implements FS: fallocate(2) over the whole file up to size (which reserves the
+// new tail and any hole, and grows the file), then fsync for the new size.
 func (OSFS) Extend(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -324,7 +395,7 @@ func (OSFS) Extend(path string, size int64) error {
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.Size() < size {
-		err = f.Truncate(size)
+		err = fallocate(f, 0, size)
 		if err == nil {
 			err = f.Sync()
 		}
