@@ -59,7 +59,9 @@ func (c *clientHandler) handleHeartbeat(_ context.Context, ch remoting.Channel, 
 		c.log.Info().Str("client", data.ClientID).Str("groups", joinSorted(changed)).Msg("consumer groups changed")
 		c.notify.groupsChanged(changed)
 	}
-	return respond(req, protocol.Success, ""), nil
+	resp := respond(req, protocol.Success, "")
+	resp.SetExt(protocol.FerryServerKey, protocol.FerryServerVersion)
+	return resp, nil
 }
 
 // handleUnregisterClient serves UNREGISTER_CLIENT.

@@ -58,6 +58,14 @@ const (
 // SubscribeAll is the TAG expression that matches every message.
 const SubscribeAll = "*"
 
+// FerryServerKey is the ext field a Ferry broker adds to its HEART_BEAT response
+// (value: the version of Ferry's native protocol, "1"): Ferry's own client then switches
+// that connection to the msgpack header. RocketMQ clients ignore it.
+const FerryServerKey = "ferryServer"
+
+// FerryServerVersion is the value of FerryServerKey.
+const FerryServerVersion = "1"
+
 // HeartbeatData is the JSON body of HEART_BEAT (34): a client's producer
 // and consumer groups. The broker registers the client connection under
 // every group, keeps each consumer group's subscriptions, creates missing

@@ -1,0 +1,262 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// Client is a connection to a Ferry (or RocketMQ 4.x) cluster: it looks up topic routes
+// on the name servers, keeps one multiplexed connection per broker, and sends heartbeats
+// for the producer groups created on it. Producers (NewProducer) share it. It is safe for
+// concurrent use; Close it when done.
+//
+// Header codec: requests to a broker start as JSON (what every RocketMQ broker reads); a
+// Ferry broker says so in its heartbeat response, and from then on the client speaks
+// Ferry's msgpack header to it — no setting involved.
+type Client struct {
+	opts     Options
+	log      zerolog.Logger
+	clientID string
+	ids      *message.UniqKeyGenerator
+	host     netip.Addr
+
+	json   *remoting.Client // name servers and brokers not known to be Ferry
+	native *remoting.Client // msgpack headers, for Ferry brokers
+	ferry  sync.Map         // broker address → struct{}: it speaks msgpack
+	nsNext atomic.Uint32
+
+	routes struct {
+		sync.RWMutex
+		m map[string]*topicRoute
+	}
+	groups struct {
+		sync.Mutex
+		producers map[string]int // producer group → producers using it
+	}
+
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+// FerryServerKey is the ext field a Ferry broker adds to its heartbeat responses.
+const FerryServerKey = protocol.FerryServerKey
+
+// New validates the options and returns a Client. It does not contact any server:
+// the first send looks its topic up.
+func New(opts ...Option) (*Client, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	host := localIPv4()
+	instance := o.InstanceName
+	if instance == "" {
+		instance = strconv.Itoa(os.Getpid())
+	}
+	c := &Client{
+		opts:     o,
+		log:      o.Logger.With().Str("component", "ferry-client").Logger(),
+		clientID: host.String() + "@" + instance,
+		ids:      message.NewUniqKeyGenerator(host, os.Getpid()),
+		host:     host,
+		stop:     make(chan struct{}),
+	}
+	ro := remoting.DefaultClientOptions()
+	ro.RequestTimeout, ro.Logger = o.RequestTimeout, o.Logger
+	var err error
+	if c.json, err = remoting.NewClient(ro); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	ro.SerializeType = remoting.SerializeMsgpack
+	if c.native, err = remoting.NewClient(ro); err != nil {
+		return nil, errors.Join(fmt.Errorf("client: %w", err), c.json.Close())
+	}
+	c.routes.m = make(map[string]*topicRoute)
+	c.groups.producers = make(map[string]int)
+	c.wg.Go(c.routeLoop)
+	c.wg.Go(c.heartbeatLoop)
+	return c, nil
+}
+
+// ClientID is the id the client registers with brokers (ip@instance).
+func (c *Client) ClientID() string { return c.clientID }
+
+// Close stops the background work and closes every connection; calls in flight fail
+// with ErrClosed or a connection error. It is idempotent.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(c.stop)
+	c.wg.Wait()
+	return errors.Join(c.native.Close(), c.json.Close())
+}
+
+// invoke sends req to a broker or name server with the header codec it speaks and turns
+// an error response into a *BrokerError.
+func (c *Client) invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	rc := c.json
+	if _, ok := c.ferry.Load(addr); ok {
+		rc = c.native
+	}
+	resp, err := rc.Invoke(ctx, addr, req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w", addr, err)
+	}
+	if resp.Code != int16(protocol.Success) {
+		return resp, &BrokerError{Addr: addr, Code: protocol.ResponseCode(resp.Code), Remark: resp.Remark}
+	}
+	return resp, nil
+}
+
+// invokeAsync is invoke with a callback, for pipelined sends.
+func (c *Client) invokeAsync(ctx context.Context, addr string, req *remoting.Command, cb func(*remoting.Command, error)) {
+	if c.closed.Load() {
+		cb(nil, ErrClosed)
+		return
+	}
+	rc := c.json
+	if _, ok := c.ferry.Load(addr); ok {
+		rc = c.native
+	}
+	err := rc.InvokeAsync(ctx, addr, req, func(resp *remoting.Command, err error) {
+		switch {
+		case err != nil:
+			cb(nil, fmt.Errorf("client: %s: %w", addr, err))
+		case resp.Code != int16(protocol.Success):
+			cb(resp, &BrokerError{Addr: addr, Code: protocol.ResponseCode(resp.Code), Remark: resp.Remark})
+		default:
+			cb(resp, nil)
+		}
+	})
+	if err != nil {
+		cb(nil, fmt.Errorf("client: %s: %w", addr, err))
+	}
+}
+
+// invokeNameServer tries the name servers in turn, starting with the next one.
+func (c *Client) invokeNameServer(ctx context.Context, req func() *remoting.Command) (*remoting.Command, error) {
+	ns := c.opts.NameServers
+	start := int(c.nsNext.Add(1))
+	var errs []error
+	for i := range ns {
+		addr := ns[(start+i)%len(ns)]
+		resp, err := c.invoke(ctx, addr, req())
+		var be *BrokerError
+		if err == nil || errors.As(err, &be) {
+			return resp, err
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("client: no name server answered: %w", errors.Join(errs...))
+}
+
+// heartbeatLoop sends heartbeats every Options.Heartbeat until Close.
+func (c *Client) heartbeatLoop() {
+	t := time.NewTicker(c.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), c.opts.RequestTimeout)
+			c.heartbeatAll(ctx)
+			cancel()
+		}
+	}
+}
+
+// brokerAddrs lists the master addresses of every cached route.
+func (c *Client) brokerAddrs() []string {
+	c.routes.RLock()
+	defer c.routes.RUnlock()
+	var out []string
+	for _, r := range c.routes.m {
+		for _, b := range r.brokers {
+			if !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// heartbeatAll sends a heartbeat to every known broker.
+func (c *Client) heartbeatAll(ctx context.Context) {
+	for _, addr := range c.brokerAddrs() {
+		if err := c.heartbeat(ctx, addr); err != nil {
+			c.log.Warn().Err(err).Str("broker", addr).Msg("heartbeat failed")
+		}
+	}
+}
+
+// heartbeat tells one broker about the client's groups, and learns whether it is Ferry.
+func (c *Client) heartbeat(ctx context.Context, addr string) error {
+	data := protocol.HeartbeatData{ClientID: c.clientID}
+	c.groups.Lock()
+	for g := range c.groups.producers {
+		data.ProducerDataSet = append(data.ProducerDataSet, protocol.ProducerData{GroupName: g})
+	}
+	c.groups.Unlock()
+	body, err := protocol.EncodeHeartbeatData(&data)
+	if err != nil {
+		return fmt.Errorf("client: encode heartbeat: %w", err)
+	}
+	req := remoting.NewRequest(int16(protocol.HeartBeat), nil)
+	req.Body = body
+	resp, err := c.invoke(ctx, addr, req)
+	if err != nil {
+		return err
+	}
+	if resp.Ext(FerryServerKey) != "" {
+		if _, known := c.ferry.LoadOrStore(addr, struct{}{}); !known {
+			c.log.Debug().Str("broker", addr).Msg("Ferry broker: switching to msgpack headers")
+		}
+	}
+	return nil
+}
+
+// localIPv4 is the first non-loopback IPv4 address of the machine, or 127.0.0.1.
+func localIPv4() netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+				return p.Addr()
+			}
+		}
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+}
+
+// jitter returns d ± 10 %, so many clients do not refresh in step.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(rand.Int64N(int64(d/5)+1))
+}

@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/message"
+)
+
+// A producer sending synchronously and asynchronously. (Not run: it needs a name server
+// and a broker on 127.0.0.1:9876, e.g. `go run ./cmd/ferry standalone`.)
+func ExampleProducer() {
+	c, err := client.New(client.WithNameServers("127.0.0.1:9876"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = c.Close() }()
+	p, err := c.NewProducer("example-group")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = p.Close() }()
+
+	msg := message.NewMessage("example-topic", []byte("hello"))
+	msg.SetTags("greeting")
+	msg.SetKeys("order-42")
+	res, err := p.Send(context.Background(), msg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("stored as", res.MsgID, "in queue", res.QueueID, "at offset", res.QueueOffset)
+
+	done := make(chan struct{})
+	p.SendAsync(context.Background(), message.NewMessage("example-topic", []byte("later")), func(r client.SendResult, err error) {
+		defer close(done)
+		if err != nil {
+			fmt.Println(err)
+		}
+	})
+	<-done
+}
+
+// Ordered messages: the same sharding key always goes to the same queue, in order.
+func ExampleHashSelector() {
+	c, err := client.New(client.WithNameServers("127.0.0.1:9876"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = c.Close() }()
+	p, err := c.NewProducer("orders", client.WithSelector(client.HashSelector))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = p.Close() }()
+	for _, step := range []string{"created", "paid", "shipped"} {
+		msg := message.NewMessage("order-events", []byte(step))
+		msg.SetShardingKey("order-42")
+		if _, err := p.Send(context.Background(), msg); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+}

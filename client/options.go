@@ -1,0 +1,82 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Client. Build them with New's functional options; the zero value
+// of a field means its default.
+type Options struct {
+	// NameServers are the name servers' host:port addresses (required).
+	NameServers []string
+	// InstanceName tells clients of one process apart in the client id (default: the pid).
+	InstanceName string
+	// RequestTimeout bounds a request whose context has no deadline (3 s).
+	RequestTimeout time.Duration
+	// RouteRefresh is how often cached topic routes are refreshed (30 s).
+	RouteRefresh time.Duration
+	// Heartbeat is how often the client tells its brokers about its groups (30 s).
+	Heartbeat time.Duration
+	// Logger receives the client's log lines (silent by default).
+	Logger zerolog.Logger
+}
+
+// Option sets one field of Options.
+type Option func(*Options)
+
+// WithNameServers sets the name servers (host:port).
+func WithNameServers(addrs ...string) Option {
+	return func(o *Options) { o.NameServers = append([]string(nil), addrs...) }
+}
+
+// WithInstanceName sets the instance part of the client id.
+func WithInstanceName(name string) Option { return func(o *Options) { o.InstanceName = name } }
+
+// WithRequestTimeout bounds requests whose context has no deadline.
+func WithRequestTimeout(d time.Duration) Option { return func(o *Options) { o.RequestTimeout = d } }
+
+// WithRouteRefresh sets how often cached topic routes are refreshed.
+func WithRouteRefresh(d time.Duration) Option { return func(o *Options) { o.RouteRefresh = d } }
+
+// WithHeartbeat sets how often the client sends heartbeats to its brokers.
+func WithHeartbeat(d time.Duration) Option { return func(o *Options) { o.Heartbeat = d } }
+
+// WithLogger injects a logger.
+func WithLogger(l zerolog.Logger) Option { return func(o *Options) { o.Logger = l } }
+
+func defaultOptions() Options {
+	return Options{
+		RequestTimeout: 3 * time.Second,
+		RouteRefresh:   30 * time.Second,
+		Heartbeat:      30 * time.Second,
+		Logger:         zerolog.Nop(),
+	}
+}
+
+// ErrInvalidOptions is wrapped by every Validate error.
+var ErrInvalidOptions = errors.New("client: invalid options")
+
+// Validate reports every invalid option, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...))
+	}
+	if len(o.NameServers) == 0 {
+		bad("at least one name server is needed")
+	}
+	for _, a := range o.NameServers {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("name server %q: %v", a, err)
+		}
+	}
+	if o.RequestTimeout <= 0 || o.RouteRefresh <= 0 || o.Heartbeat <= 0 {
+		bad("RequestTimeout, RouteRefresh and Heartbeat must be positive")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,501 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// SendResult is where a message was stored.
+type SendResult struct {
+	// MsgID is the message's client id (its UNIQ_KEY), what consumers and queries see.
+	MsgID string
+	// OffsetMsgID is the broker's id of the stored record (store host and commit-log
+	// offset), what VIEW_MESSAGE_BY_ID takes.
+	OffsetMsgID string
+	// Topic, BrokerName and QueueID name the queue the message went to.
+	Topic      string
+	BrokerName string
+	QueueID    int32
+	// QueueOffset is the message's offset in that queue.
+	QueueOffset int64
+}
+
+// MessageQueue names one queue of a topic, as a QueueSelector sees it.
+type MessageQueue struct {
+	Topic      string
+	BrokerName string
+	QueueID    int32
+}
+
+// QueueSelector picks the queue of a message among a topic's writable queues; it returns
+// an index into queues. Messages that must stay in order (the same sharding key) must get
+// the same queue.
+type QueueSelector interface {
+	Select(msg *message.Message, queues []MessageQueue) int
+}
+
+// QueueSelectorFunc adapts a function to QueueSelector.
+type QueueSelectorFunc func(msg *message.Message, queues []MessageQueue) int
+
+// Select implements QueueSelector.
+func (f QueueSelectorFunc) Select(msg *message.Message, queues []MessageQueue) int {
+	return f(msg, queues)
+}
+
+// HashSelector sends messages with the same sharding key (message.PropertyShardingKey,
+// else the first of their keys) to the same queue, for ordered messages. Messages without
+// either go to queue 0.
+var HashSelector QueueSelector = QueueSelectorFunc(func(msg *message.Message, queues []MessageQueue) int {
+	key := msg.ShardingKey()
+	if key == "" {
+		if keys := msg.Keys(); len(keys) > 0 {
+			key = keys[0]
+		}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(queues)))
+})
+
+// ProducerOption sets one producer setting.
+type ProducerOption func(*producerOptions)
+
+// producerOptions are a Producer's settings.
+type producerOptions struct {
+	linger        time.Duration
+	batchBytes    int
+	batchMessages int
+	retries       int
+	maxBodySize   int
+	compressOver  int
+	selector      QueueSelector
+}
+
+func defaultProducerOptions() producerOptions {
+	return producerOptions{
+		linger:        500 * time.Microsecond,
+		batchBytes:    256 << 10,
+		batchMessages: 1024,
+		retries:       2,
+		maxBodySize:   message.DefaultMaxBodySize,
+		compressOver:  4 << 10,
+	}
+}
+
+// validate reports every invalid setting, joined.
+func (o *producerOptions) validate() error {
+	var errs []error
+	if o.linger < 0 {
+		errs = append(errs, fmt.Errorf("%w: linger %v is negative", ErrInvalidOptions, o.linger))
+	}
+	if o.batchBytes <= 0 || o.batchMessages <= 0 || o.batchMessages > 65536 {
+		errs = append(errs, fmt.Errorf("%w: batch limits %d bytes / %d messages (1..65536)", ErrInvalidOptions, o.batchBytes, o.batchMessages))
+	}
+	if o.retries < 0 || o.maxBodySize <= 0 || o.compressOver <= 0 {
+		errs = append(errs, fmt.Errorf("%w: retries, max body size and compression threshold", ErrInvalidOptions))
+	}
+	return errors.Join(errs...)
+}
+
+// WithLinger bounds how long a message waits for others to share its batch request
+// while an earlier request to the same queue is in flight (default 500 µs; 0 sends every
+// message as soon as a request slot is free). A message never waits when nothing is in
+// flight, so a lone synchronous sender pays no linger.
+func WithLinger(d time.Duration) ProducerOption { return func(o *producerOptions) { o.linger = d } }
+
+// WithBatchLimits bounds one automatic batch request (default 256 KiB, 1024 messages).
+func WithBatchLimits(bytes, messages int) ProducerOption {
+	return func(o *producerOptions) { o.batchBytes, o.batchMessages = bytes, messages }
+}
+
+// WithRetries sets how many times a send that failed retriably is tried again, on
+// another broker when the producer picks the queue (default 2).
+func WithRetries(n int) ProducerOption { return func(o *producerOptions) { o.retries = n } }
+
+// WithMaxBodySize refuses larger bodies before sending (default 4 MiB, the broker's).
+func WithMaxBodySize(n int) ProducerOption { return func(o *producerOptions) { o.maxBodySize = n } }
+
+// WithCompressOver compresses (zlib) bodies larger than n bytes (default 4 KiB).
+func WithCompressOver(n int) ProducerOption { return func(o *producerOptions) { o.compressOver = n } }
+
+// WithSelector makes the producer choose queues with s (HashSelector for ordered
+// messages). Without one, the producer spreads batches round robin.
+func WithSelector(s QueueSelector) ProducerOption { return func(o *producerOptions) { o.selector = s } }
+
+// Producer sends messages of one producer group. Sends to the same topic (and, with a
+// selector, the same queue) are batched automatically: while a request to it is in
+// flight, new messages accumulate (for at most the linger time, up to the batch limits)
+// and go out together as one SEND_BATCH_MESSAGE, each still getting its own SendResult.
+// It is safe for concurrent use.
+type Producer struct {
+	c     *Client
+	group string
+	opts  producerOptions
+	rr    atomic.Uint32
+
+	mu struct {
+		sync.Mutex
+		lanes  map[laneKey]*lane
+		closed bool
+	}
+	inflight sync.WaitGroup // requests and linger timers
+}
+
+// NewProducer returns a producer of group on c.
+func (c *Client) NewProducer(group string, opts ...ProducerOption) (*Producer, error) {
+	if err := protocol.ValidateGroup(group); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	o := defaultProducerOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	p := &Producer{c: c, group: group, opts: o}
+	p.mu.lanes = make(map[laneKey]*lane)
+	c.groups.Lock()
+	c.groups.producers[group]++
+	c.groups.Unlock()
+	return p, nil
+}
+
+// Close waits for the sends in flight to complete (each completes or fails) and stops
+// the producer; later sends fail with ErrClosed.
+func (p *Producer) Close() error {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.closed = true
+	lanes := make([]*lane, 0, len(p.mu.lanes))
+	for _, l := range p.mu.lanes {
+		lanes = append(lanes, l)
+	}
+	p.mu.Unlock()
+	for _, l := range lanes {
+		p.flush(l)
+	}
+	p.inflight.Wait()
+	p.c.groups.Lock()
+	if p.c.groups.producers[p.group]--; p.c.groups.producers[p.group] <= 0 {
+		delete(p.c.groups.producers, p.group)
+	}
+	p.c.groups.Unlock()
+	return nil
+}
+
+// Send sends msg and waits for the broker's answer or ctx's end.
+func (p *Producer) Send(ctx context.Context, msg *message.Message) (SendResult, error) {
+	type outcome struct {
+		res SendResult
+		err error
+	}
+	ch := make(chan outcome, 1)
+	p.SendAsync(ctx, msg, func(r SendResult, err error) { ch <- outcome{r, err} })
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return SendResult{}, fmt.Errorf("client: send to %s: %w", msg.Topic, ctx.Err())
+	}
+}
+
+// SendAsync sends msg and calls done exactly once with its result, on a client goroutine
+// (done must not block for long). ctx bounds the whole send, retries included.
+func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, done func(SendResult, error)) {
+	out, err := p.prepare(msg)
+	if err != nil {
+		done(SendResult{}, err)
+		return
+	}
+	r, err := p.c.route(ctx, msg.Topic)
+	if err != nil {
+		done(SendResult{}, err)
+		return
+	}
+	key := laneKey{topic: msg.Topic, queue: -1}
+	if p.opts.selector != nil {
+		qs := r.messageQueues()
+		i := p.opts.selector.Select(msg, qs)
+		if i < 0 || i >= len(qs) {
+			done(SendResult{}, fmt.Errorf("%w: the selector picked queue %d of %d", ErrIllegalMessage, i, len(qs)))
+			return
+		}
+		key.queue = int32(i)
+	}
+	if !out.batchable {
+		p.sendOne(ctx, r, key, out, done)
+		return
+	}
+	p.enqueue(ctx, r, key, out, done)
+}
+
+// SendOneway sends msg without waiting for (or getting) an answer.
+func (p *Producer) SendOneway(ctx context.Context, msg *message.Message) error {
+	out, err := p.prepare(msg)
+	if err != nil {
+		return err
+	}
+	r, err := p.c.route(ctx, msg.Topic)
+	if err != nil {
+		return err
+	}
+	q := r.queues[int(p.rr.Add(1))%len(r.queues)]
+	if p.opts.selector != nil {
+		qs := r.messageQueues()
+		if i := p.opts.selector.Select(msg, qs); i >= 0 && i < len(qs) {
+			q = r.queues[i]
+		}
+	}
+	req := p.singleRequest(q, out)
+	rc := p.c.json
+	if _, ok := p.c.ferry.Load(q.addr); ok {
+		rc = p.c.native
+	}
+	if err := rc.InvokeOneway(ctx, q.addr, req); err != nil {
+		return fmt.Errorf("client: oneway send to %s: %w", q.addr, err)
+	}
+	return nil
+}
+
+// SendBatch sends msgs, which must share a topic and have no delay, as one
+// SEND_BATCH_MESSAGE request, and returns each message's result.
+func (p *Producer) SendBatch(ctx context.Context, msgs []*message.Message) ([]SendResult, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	outs := make([]*outgoing, len(msgs))
+	for i, m := range msgs {
+		out, err := p.prepare(m)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if m.Topic != msgs[0].Topic || !out.batchable {
+			return nil, fmt.Errorf("%w: message %d: a batch holds messages of one topic without delay", ErrIllegalMessage, i)
+		}
+		outs[i] = out
+	}
+	r, err := p.c.route(ctx, msgs[0].Topic)
+	if err != nil {
+		return nil, err
+	}
+	type outcome struct {
+		res []SendResult
+		err error
+	}
+	ch := make(chan outcome, 1)
+	b := &batch{key: laneKey{topic: msgs[0].Topic, queue: -1}, ctx: ctx, outs: outs}
+	b.done = func(res []SendResult, err error) { ch <- outcome{res, err} }
+	p.inflight.Add(1)
+	p.sendBatch(r, b, 0)
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: batch send to %s: %w", msgs[0].Topic, ctx.Err())
+	}
+}
+
+// outgoing is a message ready for the wire.
+type outgoing struct {
+	topic     string
+	body      []byte
+	props     []byte
+	flag      int32
+	sysFlag   int32
+	uniq      string
+	batchable bool
+}
+
+// prepare checks msg against the broker's limits, gives it a UNIQ_KEY and encodes its
+// properties (compressing a large body).
+func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
+	if err := protocol.ValidateTopic(msg.Topic); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
+	}
+	if err := msg.Validate(p.opts.maxBodySize); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
+	}
+	out := &outgoing{topic: msg.Topic, body: msg.Body, flag: msg.Flag, uniq: msg.UniqKey()}
+	if out.uniq == "" {
+		out.uniq = p.c.ids.Next()
+	}
+	props := make([]byte, 0, 64)
+	for k, v := range msg.Properties {
+		if k == message.PropertyUniqKey {
+			continue
+		}
+		props = message.AppendPair(props, k, []byte(v))
+	}
+	props = message.AppendPair(props, message.PropertyUniqKey, []byte(out.uniq))
+	out.props = props
+	_, delayed := msg.Properties[message.PropertyDelayLevel]
+	_, timed := msg.Properties[message.PropertyTimerDeliverMs]
+	out.batchable = !delayed && !timed
+	if len(msg.Body) > p.opts.compressOver {
+		if z, err := message.Compress(msg.Body, 5); err == nil && len(z) < len(msg.Body) {
+			out.body, out.sysFlag = z, out.sysFlag|message.SysFlagCompressed
+			out.batchable = false // batch items are never compressed
+		}
+	}
+	return out, nil
+}
+
+// messageQueues lists the route's queues for a selector.
+func (r *topicRoute) messageQueues() []MessageQueue {
+	qs := make([]MessageQueue, len(r.queues))
+	for i, q := range r.queues {
+		qs[i] = MessageQueue{Topic: r.topic, BrokerName: q.broker, QueueID: q.id}
+	}
+	return qs
+}
+
+// singleRequest builds a SEND_MESSAGE_V2 request.
+func (p *Producer) singleRequest(q queue, out *outgoing) *remoting.Command {
+	h := protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
+		ProducerGroup: p.group, Topic: out.topic, DefaultTopic: protocol.AutoCreateTopicKey,
+		DefaultTopicQueueNums: defaultAutoQueues, QueueID: q.id, SysFlag: out.sysFlag,
+		BornTimestamp: time.Now().UnixMilli(), Flag: out.flag, Properties: string(out.props),
+		BrokerName: q.broker,
+	}}
+	req := protocol.NewRequest(protocol.SendMessageV2, &h)
+	req.Body = out.body
+	return req
+}
+
+// sendOne sends one message on its own request, retrying as the producer's settings say.
+func (p *Producer) sendOne(ctx context.Context, r *topicRoute, key laneKey, out *outgoing, done func(SendResult, error)) {
+	b := &batch{key: key, ctx: ctx, outs: []*outgoing{out}}
+	b.done = func(res []SendResult, err error) {
+		if err != nil {
+			done(SendResult{}, err)
+			return
+		}
+		done(res[0], nil)
+	}
+	if !p.enter() {
+		done(SendResult{}, ErrClosed)
+		return
+	}
+	p.sendBatch(r, b, 0)
+}
+
+// enter counts a request in flight unless the producer is closed.
+func (p *Producer) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return false
+	}
+	p.inflight.Add(1)
+	return true
+}
+
+// pickQueue chooses the queue of an attempt: the lane's own queue with a selector,
+// otherwise round robin, avoiding the broker of the previous failed attempt.
+func (p *Producer) pickQueue(r *topicRoute, key laneKey, avoid string) queue {
+	if key.queue >= 0 {
+		return r.queues[int(key.queue)%len(r.queues)]
+	}
+	n := len(r.queues)
+	start := int(p.rr.Add(1))
+	for i := range n {
+		if q := r.queues[(start+i)%n]; q.broker != avoid {
+			return q
+		}
+	}
+	return r.queues[start%n]
+}
+
+// sendBatch sends b (one message: SEND_MESSAGE_V2; more: SEND_BATCH_MESSAGE) as attempt
+// number attempt, retrying retriable failures. It ends one inflight count.
+func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
+	q := p.pickQueue(r, b.key, b.lastBroker)
+	var req *remoting.Command
+	if len(b.outs) == 1 {
+		req = p.singleRequest(q, b.outs[0])
+	} else {
+		var err error
+		if req, err = p.batchRequest(q, b); err != nil {
+			b.finish(nil, err)
+			p.inflight.Done()
+			return
+		}
+	}
+	p.c.invokeAsync(b.ctx, q.addr, req, func(resp *remoting.Command, err error) {
+		if err != nil {
+			var be *BrokerError
+			retriable := !errors.As(err, &be) || be.Retriable()
+			if retriable && attempt < p.opts.retries && b.ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				b.lastBroker = q.broker
+				p.c.forgetRoute(r.topic)
+				if nr, rerr := p.c.route(b.ctx, r.topic); rerr == nil {
+					r = nr
+				}
+				p.sendBatch(r, b, attempt+1)
+				return
+			}
+			b.finish(nil, err)
+			p.inflight.Done()
+			return
+		}
+		res, derr := batchResults(r, q, b, resp)
+		b.finish(res, derr)
+		p.inflight.Done()
+	})
+}
+
+// batchRequest builds a SEND_BATCH_MESSAGE request from b's messages.
+func (p *Producer) batchRequest(q queue, b *batch) (*remoting.Command, error) {
+	size := 0
+	for _, o := range b.outs {
+		size += protocol.BatchItemSize(len(o.body), len(o.props))
+	}
+	body := make([]byte, 0, size)
+	for _, o := range b.outs {
+		var err error
+		body, err = protocol.AppendBatchItem(body, protocol.BatchItem{Flag: o.flag, Body: o.body, Properties: o.props})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
+		}
+	}
+	h := protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
+		ProducerGroup: p.group, Topic: b.key.topic, DefaultTopic: protocol.AutoCreateTopicKey,
+		DefaultTopicQueueNums: defaultAutoQueues, QueueID: q.id, BornTimestamp: time.Now().UnixMilli(),
+		Batch: true, BrokerName: q.broker,
+	}}
+	req := protocol.NewRequest(protocol.SendBatchMessage, &h)
+	req.Body = body
+	return req, nil
+}
+
+// batchResults maps a send response to one result per message of b.
+func batchResults(r *topicRoute, q queue, b *batch, resp *remoting.Command) ([]SendResult, error) {
+	var h protocol.SendMessageResponseHeader
+	if err := h.DecodeExt(resp.ExtFields); err != nil {
+		return nil, fmt.Errorf("client: send response from %s: %w", q.addr, err)
+	}
+	ids := strings.Split(h.MsgID, ",")
+	if len(ids) != len(b.outs) {
+		return nil, fmt.Errorf("client: %s answered %d message ids for %d messages", q.addr, len(ids), len(b.outs))
+	}
+	res := make([]SendResult, len(b.outs))
+	for i, o := range b.outs {
+		res[i] = SendResult{MsgID: o.uniq, OffsetMsgID: ids[i], Topic: r.topic, BrokerName: q.broker,
+			QueueID: h.QueueID, QueueOffset: h.QueueOffset + int64(i)}
+	}
+	return res, nil
+}

@@ -1,0 +1,159 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
+)
+
+// TestMain checks that the client leaves no goroutine behind; the ignored ones are the
+// in-process broker's netpoll pollers, started once per process and never stopped.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
+		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"))
+}
+
+func newTestClient(t *testing.T, c *testutil.Cluster) *Client {
+	t.Helper()
+	cl, err := New(WithNameServers(c.NamesrvAddr))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+	return cl
+}
+
+// storedBodies pulls every message of a topic's queue straight from the broker.
+func storedBodies(t *testing.T, c *testutil.Cluster, topic string, queues int) map[string]message.Record {
+	t.Helper()
+	rc, err := remoting.NewClient(remoting.DefaultClientOptions())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rc.Close()) }()
+	out := map[string]message.Record{}
+	for q := range queues {
+		off := int64(0)
+		for range 10_000 {
+			req := protocol.NewRequest(protocol.PullMessage, &protocol.PullMessageRequestHeader{
+				ConsumerGroup: "check", Topic: topic, QueueID: int32(q), QueueOffset: off, MaxMsgNums: 256,
+				SysFlag: protocol.PullFlagSubscription, Subscription: "*"})
+			resp, err := rc.Invoke(context.Background(), c.BrokerAddr, req)
+			require.NoError(t, err)
+			if resp.Code != int16(protocol.Success) {
+				break
+			}
+			for b := resp.Body; len(b) > 0; {
+				var rec message.Record
+				n, err := rec.Decode(b)
+				require.NoError(t, err)
+				rec.Body = append([]byte(nil), rec.Body...)
+				rec.Properties = append([]byte(nil), rec.Properties...)
+				out[string(rec.Body)] = rec
+				b = b[n:]
+				off = rec.QueueOffset + 1
+			}
+		}
+	}
+	return out
+}
+
+func TestSendSyncAsyncBatchAndOneway(t *testing.T) {
+	c := testutil.StartCluster(t)
+	cl := newTestClient(t, c)
+	p, err := cl.NewProducer("PG")
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	msg := message.NewMessage("ClientTopic", []byte("sync-0"))
+	msg.SetTags("TagA")
+	msg.SetKeys("k1", "k2")
+	res, err := p.Send(ctx, msg)
+	require.NoError(t, err)
+	require.Len(t, res.MsgID, 32)
+	require.NotEmpty(t, res.OffsetMsgID)
+	_, isFerry := cl.ferry.Load(c.BrokerAddr)
+	require.True(t, isFerry, "the broker said it is Ferry: msgpack headers from now on")
+
+	// Many concurrent async sends: batched automatically, each with its own result.
+	const n = 2000
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	results := map[string]SendResult{}
+	for i := range n {
+		wg.Add(1)
+		p.SendAsync(ctx, message.NewMessage("ClientTopic", fmt.Appendf(nil, "async-%d", i)), func(r SendResult, err error) {
+			defer wg.Done()
+			require.NoError(t, err)
+			mu.Lock()
+			results[fmt.Sprintf("async-%d", i)] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	rs, err := p.SendBatch(ctx, []*message.Message{
+		message.NewMessage("ClientTopic", []byte("batch-0")), message.NewMessage("ClientTopic", []byte("batch-1"))})
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	require.Equal(t, rs[0].QueueOffset+1, rs[1].QueueOffset)
+	require.NoError(t, p.SendOneway(ctx, message.NewMessage("ClientTopic", []byte("oneway-0"))))
+	require.NoError(t, p.Close())
+
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return len(storedBodies(t, c, "ClientTopic", 4)) == n+4
+	}, "every message stored")
+	stored := storedBodies(t, c, "ClientTopic", 4)
+	first := stored["sync-0"]
+	tags, _ := message.LookupProperty(first.Properties, message.PropertyTags)
+	require.Equal(t, "TagA", string(tags))
+	require.Equal(t, res.MsgID, first.MsgID())
+	offsets := map[string]bool{}
+	for body, r := range results {
+		rec, ok := stored[body]
+		require.True(t, ok, body)
+		require.Equal(t, r.MsgID, rec.MsgID(), "the result names the stored message")
+		require.Equal(t, r.QueueOffset, rec.QueueOffset)
+		require.Equal(t, r.QueueID, rec.QueueID)
+		k := fmt.Sprint(r.QueueID, "/", r.QueueOffset)
+		require.False(t, offsets[k], "two results claim %s", k)
+		offsets[k] = true
+	}
+}
+
+func TestIllegalMessagesAreRefusedClientSide(t *testing.T) {
+	c := testutil.StartCluster(t)
+	cl := newTestClient(t, c)
+	p, err := cl.NewProducer("PG", WithMaxBodySize(1024))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	_, err = p.Send(context.Background(), message.NewMessage("bad topic!", []byte("x")))
+	require.ErrorIs(t, err, ErrIllegalMessage)
+	_, err = p.Send(context.Background(), message.NewMessage("T", []byte(strings.Repeat("x", 2048))))
+	require.ErrorIs(t, err, ErrIllegalMessage)
+	_, err = p.Send(context.Background(), message.NewMessage("T", nil))
+	require.ErrorIs(t, err, ErrIllegalMessage)
+}
+
+func TestNameServerDownIsAClearError(t *testing.T) {
+	cl, err := New(WithNameServers("127.0.0.1:1"))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cl.Close()) }()
+	p, err := cl.NewProducer("PG")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = p.Send(ctx, message.NewMessage("T", []byte("x")))
+	require.ErrorIs(t, err, ErrNoRoute)
+	require.NoError(t, ctx.Err(), "a refused connection fails fast, not at the deadline")
+}
