@@ -6,15 +6,57 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/mmap"
 )
 
-// allocSlot is one segment creation handed to the service goroutine. seg and err are
-// set before done is closed.
+// Segment creation and pre-faulting.
+//
+// A log costs memory and disk in proportion to its data, not to its segment size:
+//
+//   - The next segment is created (its blocks reserved with fallocate) by the service
+//     goroutine only once this process has appended and the write position has passed
+//     the middle of the segment before it; a writer that gets there first creates it
+//     itself, as it does when creation failed. An idle log, new or recovered, holds one
+//     segment and no spare.
+//   - With Options.PrefaultSegments, the service goroutine keeps the Options.PrefaultAhead
+//     bytes after the write position pre-faulted, and the same amount at the head of a
+//     segment it creates, so the page cache is allocated and zero-filled there rather
+//     than in page faults under the writer lock (warmRange). It polls the write position
+//     every warmPollBusy while appends move it, backing off to warmPollIdle when they
+//     stop; nothing is pre-faulted before the first append of the process. Only real
+//     files are pre-faulted (mmap.OSFS): other file systems have no page faults to save,
+//     and reading Go memory the writer writes would be a data race.
+//
+// Before, Open pre-faulted the whole first segment and every later one was created and
+// pre-faulted as soon as the one before it was started: an empty log with 1 GiB segments
+// took 2 GiB of disk, ~2 GiB of resident memory and ~2 s to open (docs/benchmarks.md,
+// Idle footprint).
+
+// Polling periods of the service goroutine's pre-faulting (see above). 5 ms keeps a
+// 32 MiB lead ahead of a writer appending 6 GB/s.
+const (
+	warmPollBusy = 5 * time.Millisecond
+	warmPollIdle = 100 * time.Millisecond
+)
+
+// Slot states: a slot is created by whichever of the service goroutine (queued →
+// creating) and the writer (queued → claimed) moves it first.
+const (
+	slotQueued int32 = iota
+	slotCreating
+	slotClaimed
+)
+
+// allocSlot is one segment creation handed to the service goroutine. When the service
+// goroutine creates it, seg and err are set before done is closed; when the writer claims
+// it, done is never closed and the writer creates the segment itself.
 type allocSlot struct {
 	start int64
 	done  chan struct{}
 	seg   *segment
 	err   error
+	state atomic.Int32
 	// taken tells the service goroutine to stop pre-faulting: the writer needs the segment.
 	taken atomic.Bool
 }
@@ -34,7 +76,7 @@ func (l *Log) obtainSegment(start int64) (*segment, error) {
 		return s, nil
 	}
 	var seg *segment
-	if s := l.takeSlot(start); s != nil {
+	if s := l.takeSlot(start); s != nil && !s.state.CompareAndSwap(slotQueued, slotClaimed) {
 		s.taken.Store(true)
 		<-s.done
 		seg = s.seg
@@ -71,17 +113,20 @@ func (l *Log) takeSlot(start int64) *allocSlot {
 	l.alloc.slot = nil
 	l.alloc.Unlock()
 	if s != nil && s.start != start {
-		<-s.done
-		if err := l.dropUnused(s); err != nil {
-			l.log.Warn().Err(err).Msg("dropping a stale preallocated segment")
+		if !s.state.CompareAndSwap(slotQueued, slotClaimed) { // created, or being created
+			s.taken.Store(true)
+			<-s.done
+			if err := l.dropUnused(s); err != nil {
+				l.log.Warn().Err(err).Msg("dropping a stale preallocated segment")
+			}
 		}
 		return nil
 	}
 	return s
 }
 
-// preallocate asks the service goroutine to create the segment starting at start, unless
-// a creation is already pending.
+// preallocate asks the service goroutine to create the segment starting at start when
+// the write position gets near it, unless a creation is already pending.
 func (l *Log) preallocate(start int64) {
 	l.alloc.Lock()
 	defer l.alloc.Unlock()
@@ -103,13 +148,13 @@ func (l *Log) discardPreallocated() error {
 	s := l.alloc.slot
 	l.alloc.slot = nil
 	l.alloc.Unlock()
-	if s == nil {
-		return nil
+	if s == nil || s.state.Load() != slotCreating {
+		return nil // never created
 	}
 	select {
 	case <-s.done:
 		return l.dropUnused(s)
-	default: // never picked up: the service goroutine has stopped
+	default: // cannot happen: the service goroutine has stopped, and it finishes a creation it starts
 		return nil
 	}
 }
@@ -154,25 +199,143 @@ func (l *Log) createSegment(start int64) (*segment, error) {
 	return newSegment(start, m, &l.log), nil
 }
 
-// serviceLoop creates preallocated segments and force-unmaps deleted segments whose
-// readers outlived DestroyTimeout.
+// serviceLoop creates the next segment and pre-faults ahead of the write position (see
+// the top of this file), and force-unmaps deleted segments whose readers outlived
+// DestroyTimeout.
 func (l *Log) serviceLoop(stop <-chan struct{}) {
 	tick := time.NewTicker(min(max(l.opts.DestroyTimeout/4, 10*time.Millisecond), time.Second))
 	defer tick.Stop()
+	w := &warmer{l: l, stop: stop, touch: l.opts.PrefaultSegments && pagesFault(l.fs), wait: warmPollIdle}
+	poll := time.NewTimer(w.wait)
+	defer poll.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case s := <-l.allocCh:
-			s.seg, s.err = l.createSegment(s.start)
-			if s.err == nil && l.opts.PrefaultSegments && prefault(s.seg.data, &s.taken, stop) != 0 {
-				l.log.Warn().Str("segment", s.seg.name).Msg("a new segment is not zero-filled")
-			}
-			close(s.done)
+			w.queued = s
+		case <-poll.C:
+			poll.Reset(w.step())
 		case now := <-tick.C:
 			l.destroyExpired(now)
 		}
 	}
+}
+
+// warmer is the service goroutine's state for creating the next segment and
+// pre-faulting ahead of the write position. Only that goroutine uses it.
+type warmer struct {
+	l     *Log
+	stop  <-chan struct{}
+	touch bool // pre-fault (PrefaultSegments, on real files)
+
+	appended bool          // the log has been appended to since Open
+	queued   *allocSlot    // received from allocCh, not yet created
+	last     int64         // write position at the previous step
+	warmed   int64         // bytes below are pre-faulted (or were written)
+	wait     time.Duration // until the next step
+}
+
+// step creates the queued segment when its time has come and pre-faults up to
+// PrefaultAhead bytes past the write position, and returns the time until the next step.
+func (w *warmer) step() time.Duration {
+	l := w.l
+	if !w.appended {
+		// TryLock: never wait behind a long recovery; a busy writer means another step.
+		if !l.mu.TryLock() {
+			return warmPollBusy
+		}
+		w.appended = l.mu.appended
+		l.mu.Unlock()
+		if !w.appended {
+			return warmPollIdle
+		}
+		w.last = -1
+	}
+	wrote := l.wrote.Load()
+	if s := w.queued; s != nil && wrote >= s.start-l.segSize/2 {
+		w.queued = nil
+		w.create(s)
+	}
+	if w.touch {
+		w.warmAhead(wrote, wrote+l.opts.PrefaultAhead)
+	}
+	if wrote != w.last {
+		w.wait = warmPollBusy
+	} else {
+		w.wait = min(2*w.wait, warmPollIdle)
+	}
+	w.last = wrote
+	return w.wait
+}
+
+// create creates the segment of s unless the writer has claimed it, and pre-faults its
+// first PrefaultAhead bytes until the writer takes it.
+func (w *warmer) create(s *allocSlot) {
+	if !s.state.CompareAndSwap(slotQueued, slotCreating) {
+		return // claimed: the writer creates it
+	}
+	l := w.l
+	s.seg, s.err = l.createSegment(s.start)
+	if s.err == nil && w.touch {
+		sum, err := warmRange(s.seg, 0, min(l.opts.PrefaultAhead, l.segSize), &s.taken, w.stop)
+		switch {
+		case err != nil:
+			l.log.Debug().Err(err).Str("segment", s.seg.name).Msg("not pre-faulted")
+		case sum != 0:
+			l.log.Warn().Str("segment", s.seg.name).Msg("a new segment is not zero-filled")
+		}
+	}
+	close(s.done)
+}
+
+// warmAhead pre-faults the pages of [from, to) not pre-faulted yet, in the segments of
+// the log (the head of one not in the list yet was pre-faulted by create).
+func (w *warmer) warmAhead(from, to int64) {
+	l := w.l
+	from = max(from, w.warmed) / PageSize * PageSize
+	for from < to {
+		seg := l.segs.Load().find(from, l.segSize)
+		if seg == nil || !seg.acquire() {
+			break
+		}
+		end := min(to, seg.end)
+		if _, err := warmRange(seg, from-seg.start, end-from, nil, w.stop); err != nil {
+			l.log.Debug().Err(err).Str("segment", seg.name).Msg("not pre-faulted")
+		}
+		if err := seg.release(); err != nil {
+			l.log.Error().Err(err).Msg("unmap after last reader")
+		}
+		from = end
+	}
+	w.warmed = max(w.warmed, from)
+}
+
+// warmRange pre-faults the n bytes at offset rel of seg (see touchPages) through a
+// window mapped for the purpose and closed again, and returns the OR of the bytes read.
+// Through a window the pages are read with the default read-around (the segment's own
+// mapping has random-access advice while it is appended to, which faults page by page),
+// and they stay in the page cache without staying mapped: warming costs the process no
+// resident memory, and the writer's window maps the pages without allocating them.
+func warmRange(seg *segment, rel, n int64, taken *atomic.Bool, stop <-chan struct{}) (byte, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	win, err := seg.m.Window(rel, n)
+	if err != nil {
+		return 0, err
+	}
+	sum := touchPages(win.Bytes()[rel-win.Offset():], taken, stop)
+	return sum, win.Close()
+}
+
+// pagesFault reports whether fsys maps real files, whose pages fault on first use.
+func pagesFault(fsys mmap.FS) bool {
+	switch fsys.(type) {
+	case mmap.OSFS, *mmap.OSFS:
+		return true
+	}
+	return false
 }
 
 // destroyExpired forgets pending segments whose readers are gone and force-unmaps the
@@ -197,18 +360,24 @@ func (l *Log) destroyExpired(now time.Time) {
 	l.pending.segs = keep
 }
 
-// prefault reads one byte of every page of a new segment, so the kernel allocates and
+// prefault is what Open calls on the first segment of a new log. It pre-faults nothing:
+// a new log starts cold and the service goroutine pre-faults ahead of the write position
+// once appends begin (see the top of this file), so that an idle log holds no memory for
+// its segment. It returns 0, the OR of the no bytes it read.
+func prefault([]byte, *atomic.Bool, <-chan struct{}) byte { return 0 }
+
+// touchPages reads one byte of every page of data, so the kernel allocates and
 // zero-fills its page cache here, on the service goroutine, rather than in page faults
 // under the writer lock. Reading (unlike RocketMQ's warm-up, which writes zeros) leaves
-// the pages clean: nothing extra is written to disk. It stops early when the writer
-// takes the segment or the log closes; until then nobody else touches the segment. It
-// returns the OR of the bytes read (0 for a fresh file; using it keeps the loads alive).
-func prefault(data []byte, taken *atomic.Bool, stop <-chan struct{}) byte {
+// the pages clean: nothing extra is written to disk. It stops early when taken (may be
+// nil) is set or stop is closed. It returns the OR of the bytes read (0 for a fresh
+// file; using it keeps the loads alive).
+func touchPages(data []byte, taken *atomic.Bool, stop <-chan struct{}) byte {
 	const pagesPerCheck = 256
 	var sum byte
 	for i := 0; i < len(data); i += PageSize {
 		if i%(pagesPerCheck*PageSize) == 0 {
-			if taken.Load() {
+			if taken != nil && taken.Load() {
 				break
 			}
 			select {

@@ -43,6 +43,8 @@ const (
 	PageSize = 4096
 	// MaxSegmentSize is the largest segment size: the blank filler's TOTALSIZE is an int32.
 	MaxSegmentSize = math.MaxInt32 / PageSize * PageSize
+	// DefaultPrefaultAhead is the default Options.PrefaultAhead, 32 MiB.
+	DefaultPrefaultAhead = 32 << 20
 )
 
 // Options configures a Log. Start from DefaultOptions and set Dir.
@@ -73,11 +75,17 @@ type Options struct {
 	// hold a View of it before it is unmapped anyway
 	// (destroyMapedFileIntervalForcibly, 120 s).
 	DestroyTimeout time.Duration
-	// PrefaultSegments makes the background allocator read one byte of every page of the
-	// next segment after creating it, so page-cache allocation happens off the append
-	// path. It costs RAM (clean, reclaimable page cache for one segment ahead), no disk
-	// writes.
+	// PrefaultSegments makes the service goroutine pre-fault the PrefaultAhead bytes after
+	// the write position once appends begin (and as much of the head of the next segment
+	// when it creates it), so page-cache allocation happens off the append path (see
+	// alloc.go). It costs page cache for PrefaultAhead bytes ahead (clean, reclaimable,
+	// not mapped into the process), no disk writes, and nothing while nothing is appended.
+	// Off, every page of a segment is allocated by the page fault of its first append.
 	PrefaultSegments bool
+	// PrefaultAhead is how far ahead of the write position PrefaultSegments keeps pages
+	// pre-faulted: a positive multiple of PageSize (32 MiB, a few milliseconds of the
+	// fastest appending).
+	PrefaultAhead int64
 	// MappedSyncAppends makes FlushSync appenders encode straight into the mapping like
 	// FlushAsync ones instead of through the stage written out by the flusher (see
 	// stage.go). Off by default: the stage holds the writer lock several times shorter.
@@ -94,7 +102,8 @@ type Options struct {
 
 // DefaultOptions returns RocketMQ's defaults: 1 GiB segments on the real file system,
 // async flush every 500 ms when at least 4 pages are dirty and fully every 10 s, a 5 s
-// sync-flush timeout, store host 127.0.0.1:10911. Dir must still be set.
+// sync-flush timeout, store host 127.0.0.1:10911; and pre-faulting 32 MiB ahead of the
+// write position. Dir must still be set.
 func DefaultOptions() Options {
 	return Options{
 		FS:                    mmap.OSFS{},
@@ -106,6 +115,7 @@ func DefaultOptions() Options {
 		SyncFlushTimeout:      5 * time.Second,
 		DestroyTimeout:        120 * time.Second,
 		PrefaultSegments:      true,
+		PrefaultAhead:         DefaultPrefaultAhead,
 		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		Logger:                zerolog.Nop(),
 		Clock:                 time.Now,
@@ -132,6 +142,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FlushInterval <= 0 || o.FlushThoroughInterval <= 0 || o.SyncFlushTimeout <= 0 || o.DestroyTimeout <= 0 {
 		bad("FlushInterval, FlushThoroughInterval, SyncFlushTimeout and DestroyTimeout must be positive")
+	}
+	if o.PrefaultSegments && (o.PrefaultAhead < PageSize || o.PrefaultAhead%PageSize != 0) {
+		bad("PrefaultAhead %d must be a positive multiple of %d when PrefaultSegments is on", o.PrefaultAhead, PageSize)
 	}
 	if o.FlushLeastPages < 0 {
 		bad("FlushLeastPages %d must not be negative", o.FlushLeastPages)

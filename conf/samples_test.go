@@ -76,3 +76,13 @@ func TestSampleProfiles(t *testing.T) {
 	st := loadSample(t, "standalone.yaml")
 	require.Contains(t, st.Broker.NamesrvAddrs, st.NameServer.Listen)
 }
+
+// Segment sizes: a laptop-sized commit log in the standalone sample (the same as
+// `ferry standalone` without a file, checked in cmd/ferry), RocketMQ's 1 GiB in the
+// production samples.
+func TestSampleSegmentSizes(t *testing.T) {
+	require.Equal(t, 64*MiB, loadSample(t, "standalone.yaml").Broker.CommitLogSegmentSize)
+	for _, f := range []string{"broker.yaml", "broker-sync.yaml", "broker-slave.yaml"} {
+		require.Equal(t, 1*GiB, loadSample(t, f).Broker.CommitLogSegmentSize, f)
+	}
+}

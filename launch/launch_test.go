@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -103,4 +105,47 @@ func TestForceCleanRatio100IsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, 1.0, o.Store.DiskForceCleanRatio, 1e-9)
 	require.InDelta(t, 0.9, o.Store.DiskFullRatio, 1e-9)
+}
+
+// `ferry standalone` gets laptop-sized commit-log segments unless the size is configured
+// or a store already exists (whose size is then kept, so it still opens).
+func TestStandaloneDefaults(t *testing.T) {
+	const key = "broker.commitLogSegmentSize"
+	unset := func(string) bool { return false }
+	newCfg := func() *conf.Config {
+		cfg := conf.DefaultConfig()
+		cfg.Broker.DataDir = t.TempDir()
+		return &cfg
+	}
+
+	cfg := newCfg()
+	changed, err := StandaloneDefaults(cfg, unset, mmap.OSFS{})
+	require.NoError(t, err)
+	require.Equal(t, []string{key}, changed)
+	require.Equal(t, StandaloneSegmentSize, cfg.Broker.CommitLogSegmentSize)
+
+	cfg = newCfg()
+	changed, err = StandaloneDefaults(cfg, func(k string) bool { return k == key }, mmap.OSFS{})
+	require.NoError(t, err)
+	require.Empty(t, changed, "an explicit size is kept")
+	require.Equal(t, conf.GiB, cfg.Broker.CommitLogSegmentSize)
+
+	cfg = newCfg()
+	dir := filepath.Join(cfg.Broker.DataDir, "commitlog")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "00000000000000000000"), nil, 0o644))
+	require.NoError(t, os.Truncate(filepath.Join(dir, "00000000000000000000"), conf.GiB))
+	changed, err = StandaloneDefaults(cfg, unset, mmap.OSFS{})
+	require.NoError(t, err)
+	require.Empty(t, changed, "an existing store keeps its size")
+	require.Equal(t, conf.GiB, cfg.Broker.CommitLogSegmentSize)
+
+	cfg = newCfg()
+	cfg.Broker.MaxMessageSize, cfg.Broker.MaxFrameSize = 100*conf.MiB, 101*conf.MiB
+	require.NoError(t, cfg.Validate())
+	changed, err = StandaloneDefaults(cfg, unset, mmap.OSFS{})
+	require.NoError(t, err)
+	require.Empty(t, changed, "segments too small for the largest message are not chosen")
+	require.NoError(t, cfg.Validate())
 }

@@ -95,25 +95,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	extra := fs.Args()
 	sections, _ := configSections("") // config without a mode: every section
+	serverMode := mode                // whose defaults apply: the mode run, or the one config shows
 	if mode == "config" && len(extra) > 0 {
 		var ok bool
 		if sections, ok = configSections(extra[0]); !ok {
 			fmt.Fprintf(stderr, "ferry: config takes namesrv, broker or standalone, not %q (see ferry help)\n", extra[0])
 			return 2
 		}
-		extra = extra[1:]
+		serverMode, extra = extra[0], extra[1:]
 	}
 	if len(extra) > 0 {
 		fmt.Fprintf(stderr, "ferry: unexpected argument %q (see ferry help)\n", extra[0])
 		return 2
 	}
-	var cfg *conf.Config
-	var settings []conf.Setting
-	var err error
-	if mode == "config" {
-		cfg, settings, err = conf.Explain(conf.LoadOptions{Flags: fs})
-	} else {
-		cfg, err = conf.Load(conf.LoadOptions{Flags: fs})
+	cfg, settings, err := conf.Explain(conf.LoadOptions{Flags: fs})
+	if err == nil && serverMode == "standalone" {
+		settings, err = applyStandaloneDefaults(cfg, settings)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ferry:", err)
@@ -187,8 +184,15 @@ type stopper interface {
 	Shutdown(ctx context.Context) error
 }
 
-// serve starts the servers of mode and shuts them down when ctx ends.
+// serve starts the servers of mode and shuts them down when ctx ends. It binds every port
+// of mode first, so a port in use fails at once, before the store is opened or even
+// created; the broker's port then holds the connections that arrive while the store is
+// prepared (recovery of a large log can take seconds) and serves them once it is ready.
 func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logger) error {
+	ports, err := bindPorts(mode, cfg)
+	if err != nil {
+		return err
+	}
 	var started []stopper
 	shutdown := func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -199,20 +203,21 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		}
 		return errors.Join(errs...)
 	}
-	if mode != "broker" {
-		ns, err := startNameServer(cfg, log)
+	if ports.namesrv != nil {
+		ns, err := startNameServer(cfg, log, ports.namesrv)
 		if err != nil {
-			return err
+			return errors.Join(err, ports.close())
 		}
 		started = append(started, ns)
 		if mode == "standalone" && !flagOrEnvSetsNamesrv(cfg) {
 			cfg.Broker.NamesrvAddrs = []string{ns.Addr()}
 		}
 	}
-	if mode != "namesrv" {
-		b, err := startBroker(cfg, log)
+	if ports.broker != nil {
+		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store")
+		b, err := startBroker(cfg, log, ports.broker)
 		if err != nil {
-			return errors.Join(err, shutdown())
+			return errors.Join(err, ports.closeBroker(), shutdown())
 		}
 		started = append(started, b)
 	}
@@ -237,19 +242,21 @@ func flagOrEnvSetsNamesrv(cfg *conf.Config) bool {
 	return false
 }
 
-func startNameServer(cfg *conf.Config, log zerolog.Logger) (*nameserver.Server, error) {
+// startNameServer starts the name server on ln.
+func startNameServer(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*nameserver.Server, error) {
 	ns, err := nameserver.New(launch.NameServerOptions(cfg.NameServer, log.With().Str("server", "namesrv").Logger()))
 	if err != nil {
 		return nil, err
 	}
-	if err := ns.ListenAndStart(); err != nil {
+	if err := ns.Start(ln); err != nil {
 		return nil, err
 	}
 	log.Info().Str("listen", ns.Addr()).Msg("name server listening")
 	return ns, nil
 }
 
-func startBroker(cfg *conf.Config, log zerolog.Logger) (*broker.Broker, error) {
+// startBroker opens the store and the broker's metadata, then serves on ln.
+func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*broker.Broker, error) {
 	o, err := launch.BrokerOptions(cfg.Broker, mmap.OSFS{}, log.With().Str("server", "broker").Logger())
 	if err != nil {
 		return nil, err
@@ -257,10 +264,6 @@ func startBroker(cfg *conf.Config, log zerolog.Logger) (*broker.Broker, error) {
 	b, err := broker.New(o)
 	if err != nil {
 		return nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Broker.Listen)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("broker listen: %w", err), b.Shutdown(context.Background()))
 	}
 	if err := b.Start(ln); err != nil {
 		return nil, errors.Join(err, b.Shutdown(context.Background()))
