@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,3 +158,67 @@ func TestNameServerDownIsAClearError(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoRoute)
 	require.NoError(t, ctx.Err(), "a refused connection fails fast, not at the deadline")
 }
+
+// TestCloseDuringInflightSends closes a producer while thousands of sends are in flight or
+// waiting in batches: every callback runs exactly once, and nothing hangs.
+func TestCloseDuringInflightSends(t *testing.T) {
+	c := testutil.StartCluster(t)
+	cl := newTestClient(t, c)
+	p, err := cl.NewProducer("PG")
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = p.Send(ctx, message.NewMessage("CloseTopic", []byte("first")))
+	require.NoError(t, err)
+	const n = 3000
+	var calls sync.WaitGroup
+	var okN, errN atomicCount
+	calls.Add(n)
+	for i := range n {
+		p.SendAsync(ctx, message.NewMessage("CloseTopic", fmt.Appendf(nil, "m-%d", i)), func(_ SendResult, err error) {
+			if err != nil {
+				errN.add()
+				require.ErrorIs(t, err, ErrClosed)
+			} else {
+				okN.add()
+			}
+			calls.Done()
+		})
+		if i == n/2 {
+			require.NoError(t, p.Close())
+		}
+	}
+	calls.Wait()
+	require.Equal(t, int64(n), okN.get()+errN.get())
+	require.Positive(t, okN.get(), "the sends before Close completed")
+	require.Positive(t, errN.get(), "the sends after Close were refused")
+	_, err = p.Send(ctx, message.NewMessage("CloseTopic", []byte("late")))
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// TestBrokerGoneFailsWithinTheDeadline stops the only broker: a send fails with an error
+// before its context's deadline instead of hanging.
+func TestBrokerGoneFailsWithinTheDeadline(t *testing.T) {
+	c := testutil.StartCluster(t)
+	cl := newTestClient(t, c)
+	p, err := cl.NewProducer("PG", WithRetries(1))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	ctx := context.Background()
+	_, err = p.Send(ctx, message.NewMessage("GoneTopic", []byte("before")))
+	require.NoError(t, err)
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Broker.Shutdown(sctx))
+	c.Broker = nil
+	dctx, dcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer dcancel()
+	_, err = p.Send(dctx, message.NewMessage("GoneTopic", []byte("after")))
+	require.Error(t, err)
+	require.NoError(t, dctx.Err(), "the failure came before the deadline: %v", err)
+}
+
+// atomicCount is a test counter.
+type atomicCount struct{ n atomic.Int64 }
+
+func (a *atomicCount) add()       { a.n.Add(1) }
+func (a *atomicCount) get() int64 { return a.n.Load() }

@@ -57,6 +57,7 @@ type Log struct {
 		queues    map[queueKey]*queueNext
 		damage    []Damage // ranges the last recovery quarantined
 		recovered bool     // the write position is known
+		created   bool     // Open created the log: its one segment is new and all zeros
 		appended  bool     // an Append has happened (Recover is no longer allowed)
 	}
 	// listMu serialises changes of segs (copy on write).
@@ -163,6 +164,7 @@ func Open(opts Options) (*Log, error) {
 		segs = append(segs, seg)
 		l.mu.cur = seg
 		l.mu.recovered = true
+		l.mu.created = true
 	}
 	l.segs.Store(&segList{segs: segs})
 	if l.mu.recovered {

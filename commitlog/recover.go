@@ -162,9 +162,13 @@ func (l *Log) RecoverWith(o RecoverOptions) (int64, error) {
 	}
 	end := pos
 
-	cur, err := l.truncateLocked(list, end)
-	if err != nil {
-		return 0, err
+	cur := list.segs[0]
+	if !l.mu.created || end != cur.start || len(list.segs) != 1 {
+		// Not the new, all-zero segment Open just created: cut the log at end.
+		var err error
+		if cur, err = l.truncateLocked(list, end); err != nil {
+			return 0, err
+		}
 	}
 	l.flushed.Store(from)
 	if err := l.flushTo(end, lastTS); err != nil {
@@ -370,11 +374,8 @@ func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 	if cur == nil { // end is the end of the last (full) segment
 		return list.segs[len(list.segs)-1], nil
 	}
-	if lo, hi := zeroTail(cur.data, int(end-cur.start)); hi > lo {
-		l.log.Info().Str("segment", cur.name).Int64("from", end).Int("bytes", hi-lo).Msg("zeroing the log tail")
-		if err := cur.m.Sync(int64(lo), int64(hi-lo)); err != nil {
-			return nil, fmt.Errorf("commitlog: truncate %s: %w", cur.name, err)
-		}
+	if err := l.zeroSegmentTail(cur, end-cur.start); err != nil {
+		return nil, err
 	}
 	i := slices.Index(list.segs, cur)
 	victims := list.segs[i+1:]
@@ -394,6 +395,37 @@ func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 		errs = append(errs, fmt.Errorf("commitlog: truncate: %w", err))
 	}
 	return cur, errors.Join(errs...)
+}
+
+// tailWindow is how much of a segment's tail zeroSegmentTail maps at a time.
+const tailWindow = 4 << 20
+
+// zeroSegmentTail zeroes (durably) whatever is not zero in seg from offset rel to its end.
+// It reads the tail through windows mapped and closed in turn, never through the
+// segment's own mapping: the pages it reads stay in the page cache but not in the
+// process, so recovering a store whose last segment is mostly empty does not make the
+// whole segment resident.
+func (l *Log) zeroSegmentTail(seg *segment, rel int64) error {
+	size := int64(len(seg.data))
+	for off := rel; off < size; {
+		n := min(tailWindow-off%tailWindow, size-off)
+		win, err := seg.m.Window(off, n)
+		if err != nil {
+			return fmt.Errorf("commitlog: truncate %s: %w", seg.name, err)
+		}
+		b := win.Bytes()[off-win.Offset():][:n]
+		lo, hi := zeroTail(b, 0)
+		var serr error
+		if hi > lo {
+			l.log.Info().Str("segment", seg.name).Int64("from", seg.start+off+int64(lo)).Int("bytes", hi-lo).Msg("zeroing the log tail")
+			serr = seg.m.Sync(off+int64(lo), int64(hi-lo))
+		}
+		if err := errors.Join(serr, win.Close()); err != nil {
+			return fmt.Errorf("commitlog: truncate %s: %w", seg.name, err)
+		}
+		off += n
+	}
+	return nil
 }
 
 // zeroTail zeroes data[from:] page by page, touching only pages that are not zero

@@ -172,6 +172,15 @@ type BrokerConfig struct {
 	// (diskSpaceWarningLevelRatio). Must be >= DiskMaxUsedRatio. Default 90.
 	// Key broker.diskFullRatio, env FERRY_BROKER_DISK_FULL_RATIO.
 	DiskFullRatio int `mapstructure:"diskFullRatio"`
+	// ScrubInterval runs a background scrub this often: every commit-log record
+	// checked (body CRC included) and every consume-queue unit against its
+	// record, the findings logged and counted; it only reports (ferry scrub
+	// repairs). 0 disables it. Default 0. Key broker.scrubInterval, env
+	// FERRY_BROKER_SCRUB_INTERVAL.
+	ScrubInterval time.Duration `mapstructure:"scrubInterval"`
+	// ScrubBytesPerSec paces the background scrub's reading. Default 64MiB. Key
+	// broker.scrubBytesPerSec, env FERRY_BROKER_SCRUB_BYTES_PER_SEC.
+	ScrubBytesPerSec int64 `mapstructure:"scrubBytesPerSec"`
 
 	// AutoCreateTopic creates a topic on its first send using the TBW102
 	// template (autoCreateTopicEnable). Default true. Key
@@ -276,6 +285,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		DiskMaxUsedRatio:         75,
 		DiskForceCleanRatio:      85,
 		DiskFullRatio:            90,
+		ScrubBytesPerSec:         64 * MiB,
 		AutoCreateTopic:          true,
 		DefaultTopicQueueNums:    8,
 		LongPollingEnable:        true,
@@ -416,6 +426,12 @@ func (c BrokerConfig) validateStore() error {
 		return invalid("broker.deleteWhen", "%v (got %q)", err, c.DeleteWhen)
 	}
 	if err := checkPercent("broker.diskMaxUsedRatio", c.DiskMaxUsedRatio); err != nil {
+		return err
+	}
+	if c.ScrubInterval < 0 {
+		return invalid("broker.scrubInterval", "must not be negative (0 disables the scrub), got %v", c.ScrubInterval)
+	}
+	if err := checkPositive("broker.scrubBytesPerSec", c.ScrubBytesPerSec); err != nil {
 		return err
 	}
 	if err := checkPercent("broker.diskForceCleanRatio", c.DiskForceCleanRatio); err != nil {

@@ -45,6 +45,8 @@ func keyMeanings() map[string]string {
 		"broker.diskMaxUsedRatio":    "disk usage % above which expired segments are deleted at any hour",
 		"broker.diskForceCleanRatio": "disk usage % above which the oldest segments go even if not expired",
 		"broker.diskFullRatio":       "disk usage % above which sends are refused (SERVICE_NOT_AVAILABLE)",
+		"broker.scrubInterval":       "background scrub of every record and unit, this often (0 = never); reports only",
+		"broker.scrubBytesPerSec":    "read rate of the background scrub",
 
 		"broker.autoCreateTopic":       "a send to an unknown topic creates it from the TBW102 template",
 		"broker.defaultTopicQueueNums": "queues of the TBW102 template; caps auto-created topics",

@@ -5,6 +5,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,15 +32,24 @@ import (
 //
 // Metrics as in BenchmarkBrokerCPU: msgs/s, broker-us/msg, client-us/msg (CPU µs per
 // message of the broker process and of this process), broker-cores, client-cores.
+// FERRY_BENCH_PPROF=<file> profiles the broker during ferry-async4-1KiB into
+// <file>.ferry-async4 (see BenchmarkBrokerCPU).
 func BenchmarkFerryClient(b *testing.B) {
-	proc := startFerryProcess(b, false)
+	profile := os.Getenv(benchPprofEnv)
+	proc := startFerryProcess(b, profile != "")
 	kib, small := make([]byte, 1024), make([]byte, 128)
 	warm := newFerryProducers(b, proc, 4)
 	if err := ferrySendAsyncN(warm, benchWarmup, kib); err != nil {
 		b.Fatalf("warm-up: %v", err)
 	}
-	b.Run("ferry-async4-1KiB", func(b *testing.B) { benchFerryAsync(b, proc, kib) })
-	b.Run("ferry-async4-128B", func(b *testing.B) { benchFerryAsync(b, proc, small) })
+	prof := func(suffix string) string {
+		if profile == "" {
+			return ""
+		}
+		return profile + suffix
+	}
+	b.Run("ferry-async4-1KiB", func(b *testing.B) { benchFerryAsync(b, proc, kib, prof(".ferry-async4")) })
+	b.Run("ferry-async4-128B", func(b *testing.B) { benchFerryAsync(b, proc, small, "") })
 	b.Run("ferry-sync1-1KiB", func(b *testing.B) { benchFerrySync(b, proc, kib) })
 	b.Run("official-async4-1KiB", func(b *testing.B) { benchBrokerAsync(b, proc, kib, "") })
 }
@@ -107,16 +117,18 @@ func ferrySendAsyncN(ps []*client.Producer, n int, body []byte) error {
 	return nil
 }
 
-func benchFerryAsync(b *testing.B, proc *ferryProc, body []byte) {
+func benchFerryAsync(b *testing.B, proc *ferryProc, body []byte, profile string) {
 	ps := newFerryProducers(b, proc, 4)
 	if err := ferrySendAsyncN(ps, 4, body); err != nil { // routes and connections
 		b.Fatal(err)
 	}
 	proc.waitIdle(b, benchIdleTimeout)
+	profiled := startBenchProfile(b, proc, profile)
 	var m cpuMeter
 	m.begin(b, proc)
 	err := ferrySendAsyncN(ps, b.N, body)
 	m.end(b, proc)
+	profiled()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -66,6 +66,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	so.DiskMaxUsedRatio = float64(cfg.DiskMaxUsedRatio) / 100
 	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
 	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
+	so.ScrubInterval, so.ScrubBytesPerSec = cfg.ScrubInterval, cfg.ScrubBytesPerSec
 	o.Store = so
 	return o, o.Validate()
 }

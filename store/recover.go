@@ -75,6 +75,11 @@ func (s *Store) recover() error {
 		return fmt.Errorf("store: recover commit log: %w", err)
 	}
 	logMin := max(s.cl.MinOffset(), 0)
+	if d := s.cl.Quarantined(); len(d) > 0 {
+		// Units and keys may point into what was just quarantined: re-derive from there,
+		// so the lost messages' queue offsets become holes.
+		dispatchFrom = min(dispatchFrom, d[0].From)
+	}
 	dispatchFrom = max(min(dispatchFrom, end), logMin)
 	if len(segs) == 0 {
 		dispatchFrom, logMin = 0, 0

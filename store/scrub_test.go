@@ -62,6 +62,8 @@ func TestScrubFindsWhatRecoveryDoesNotLookAt(t *testing.T) {
 	require.Equal(t, int64(299), r.Records)
 	require.True(t, r.Clean(), "the damaged unit broke its queue's order, so the queue was re-derived: %+v", r)
 	require.Equal(t, 299, checkQueuesConsistent(t, s2))
+	require.Len(t, queueContents(t, s2, "T", 0), 149, "the lost message's offset is a hole")
+	require.Zero(t, s2.Damage().BadReads, "no unit points into the quarantined range any more")
 }
 
 // TestBackgroundScrubCounts runs the background scrub and reads its counters.

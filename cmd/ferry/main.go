@@ -45,6 +45,9 @@ commands:
   broker       broker only (registers with --namesrv-addr)
   config       print every setting (value, source, default, meaning) and exit:
                ferry config [namesrv|broker|standalone] [--config FILE] [--json]
+  scrub        check a stopped broker's store (every record's CRC, every consume-queue
+               unit), quarantine damage, re-derive damaged files and report; exit status
+               0 clean, 3 damage found, 1 could not run: ferry scrub [--data-dir DIR]
   version      print the version and exit
   help         print this help and exit
 
@@ -96,6 +99,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	extra := fs.Args()
 	sections, _ := configSections("") // config without a mode: every section
 	serverMode := mode                // whose defaults apply: the mode run, or the one config shows
+	if mode == "scrub" {
+		serverMode = "standalone" // a store's existing segment size is kept, as standalone does
+	}
 	if mode == "config" && len(extra) > 0 {
 		var ok bool
 		if sections, ok = configSections(extra[0]); !ok {
@@ -139,6 +145,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "scrub":
+		code, err := runScrub(ctx, *cfg, log, stdout)
+		if err != nil {
+			log.Error().Err(err).Msg("scrub failed")
+			fmt.Fprintln(stderr, "ferry:", err)
+		}
+		return code
 	case "standalone", "namesrv", "broker":
 		if err := withPprof(fs, log, func() error { return serve(ctx, mode, cfg, log) }); err != nil {
 			log.Error().Err(err).Msg("ferry stopped with an error")
