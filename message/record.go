@@ -406,6 +406,9 @@ func (r *Record) decode(b []byte) (int, error) {
 	if int(bodyLen) > n-fixed {
 		return n, fmt.Errorf("%w: body length %d exceeds TOTALSIZE %d", ErrSizeMismatch, bodyLen, total)
 	}
+	// Empty fields are set too (to nil): a reused Record must not keep the previous
+	// record's body, topic or properties.
+	r.Body = nil
 	if bodyLen > 0 {
 		r.Body = rec[p : p+int(bodyLen) : p+int(bodyLen)]
 		p += int(bodyLen)
@@ -419,6 +422,7 @@ func (r *Record) decode(b []byte) (int, error) {
 	if p+topicLen+2 > n {
 		return n, fmt.Errorf("%w: topic length %d exceeds TOTALSIZE %d", ErrSizeMismatch, topicLen, total)
 	}
+	r.Topic = nil
 	if topicLen > 0 {
 		r.Topic = rec[p : p+topicLen : p+topicLen]
 		p += topicLen
@@ -431,6 +435,7 @@ func (r *Record) decode(b []byte) (int, error) {
 	if p+propsLen != n {
 		return n, fmt.Errorf("%w: TOTALSIZE %d, fields add up to %d", ErrSizeMismatch, total, p+propsLen)
 	}
+	r.Properties = nil
 	if propsLen > 0 {
 		r.Properties = rec[p:n:n]
 	}

@@ -34,3 +34,24 @@ func FuzzQuarantineSize(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeIntoReusedRecordClearsEmptyFields decodes a record with a body and properties,
+// then one without, into the same Record: nothing of the first may remain.
+func TestDecodeIntoReusedRecordClearsEmptyFields(t *testing.T) {
+	full := Record{Topic: []byte("T"), Body: []byte("body"), Properties: []byte("a\x01b\x02")}
+	empty := Record{Topic: []byte("T")}
+	enc := func(r Record) []byte {
+		b, err := r.AppendTo(nil)
+		require.NoError(t, err)
+		return b
+	}
+	var r Record
+	_, err := r.Decode(enc(full))
+	require.NoError(t, err)
+	require.Equal(t, "body", string(r.Body))
+	_, err = r.Decode(enc(empty))
+	require.NoError(t, err)
+	require.Empty(t, r.Body)
+	require.Empty(t, r.Properties)
+	require.NoError(t, r.VerifyBodyCRC())
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/store"
 )
 
 // do executes one action of the machine.
@@ -18,6 +19,8 @@ func (s *Service) do(a action) {
 		s.doCheck(a)
 	case actDiscard:
 		s.doDiscard(a)
+	case actVerify:
+		s.doVerify(a)
 	case actWriteOp:
 		op := s.opRecord(a.outcome, a.offsets)
 		_, err := s.put(&op)
@@ -138,6 +141,49 @@ func checkRequest(rec *message.Record, times int) (CheckRequest, error) {
 		CheckTimes:           times,
 		Body:                 b,
 	}, nil
+}
+
+// doVerify looks for the committed message of a replayed commit intent.
+func (s *Service) doVerify(a action) {
+	found, err := s.findCommit(a.intent)
+	if err != nil {
+		s.log.Error().Err(err).Int64("txn", a.origin).
+			Msg("cannot tell whether an interrupted commit was stored; will retry")
+		s.report(func(m *machine) { m.verifyFailed(a.origin) })
+		return
+	}
+	s.report(func(m *machine) { m.verified(a.origin, found) })
+}
+
+// findCommit reports whether the committed message announced by the commit intent in is
+// stored: a COMMIT record whose PREPARED TX OFFSET is in.phy, in the intent's queue at or
+// after its queue offset.
+func (s *Service) findCommit(in *commitIntent) (bool, error) {
+	for from := in.queueOffset; ; {
+		r, err := s.opts.Store.GetMessages(in.topic, in.queueID, from, s.opts.ReadBatch, 8<<20, nil)
+		if err != nil {
+			return false, fmt.Errorf("transaction: read %s/%d at %d: %w", in.topic, in.queueID, from, err)
+		}
+		found := false
+		for _, b := range r.Messages {
+			rec, _, err := message.DecodeRecord(b)
+			if err == nil && rec.PreparedTxOffset == in.phy &&
+				message.TransactionType(rec.SysFlag) == message.TransactionCommitType {
+				found = true
+				break
+			}
+		}
+		next, status := r.NextBeginOffset, r.Status
+		r.Release()
+		switch {
+		case found:
+			return true, nil
+		case status != store.Found && status != store.NoMatchedMessage && status != store.OffsetTooSmall,
+			next <= from:
+			return false, nil // read to the end of the queue
+		}
+		from = next
+	}
 }
 
 // doDiscard moves a transaction that ran out of checks (or time) to the discard topic.

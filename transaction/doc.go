@@ -14,7 +14,8 @@
 //	   |  END_TRANSACTION (q0, phy0,     |                                      |
 //	   |  8 commit / 12 rollback / 0)    |                                      |
 //	   |-------------------------------->| End: read phy0, verify half, PGROUP, |
-//	   |                                 | q0; commit: real msg (type COMMIT) ->| real topic
+//	   |                                 | q0; commit: intent (COMMITTING) ---->| op topic
+//	   |                                 | real msg (type COMMIT) ------------->| real topic
 //	   |                                 | op entry "q0" (tag d) -------------->| op topic
 //	   |                                 |                                      |
 //	   |      ... no answer (0, lost, producer crashed) ...                     |
@@ -22,7 +23,8 @@
 //	   |                                 | immunity); re-append a copy -------->| half @ (q1, phy1)
 //	   |<-- CHECK_TRANSACTION_STATE -----| (q1, phy1, record with real topic)   |
 //	   |  END_TRANSACTION (q1, phy1,     |                                      |
-//	   |  fromTransactionCheck) -------->| End: copy q1 names transaction q0 -->| real msg, op "q0,q1"
+//	   |  fromTransactionCheck) -------->| End: copy q1 names transaction q0 -->| intent, real msg,
+//	   |                                 |                                      | op "q0,q1"
 //	   |                                 |                                      |
 //	   |      ... unknown 15 times ...   | discard: copy ---------------------->| TRANS_CHECK_MAX_TIME_TOPIC
 //	   |                                 | + op entry (DISCARD) + log           |
@@ -42,7 +44,7 @@
 // A transaction is pending (waiting for END_TRANSACTION or a check), resolving (an
 // END_TRANSACTION is writing its outcome) or ended (committed, rolled back, discarded, or
 // resolved by an op entry that does not say how). While pending it may have one action in
-// flight: renew, check, move, discard or write-op.
+// flight: renew, check, move, discard, write-op or (after a restart) verify.
 //
 // # Guarantees
 //
@@ -78,12 +80,23 @@
 // delivered (one may be lost). The cursors written each round are those of the previous
 // round, giving the records that moved them a round to be flushed.
 //
+// A commit is three writes: a commit intent (an op-queue record that ends nothing), the
+// committed message, the op entry. A broker killed between the last two leaves a pending
+// transaction whose message is stored; without more, the check after the restart would
+// commit it again. So the op cursor never passes the intent of an END_TRANSACTION still
+// writing, and Start verifies every replayed intent whose transaction no op entry ended:
+// it reads the committed message's queue from the offset the intent recorded for a COMMIT
+// record quoting the intent's commit-log offset. Found, the transaction is committed and
+// its op entry written; not found, it stays pending. An unverified transaction is neither
+// checked nor ended (END_TRANSACTION is answered EndInProgress); a failed read is retried
+// every round.
+//
 // # Design
 //
 // The bookkeeping is a deterministic state machine (machine.go, tick.go): no goroutines,
 // clocks, randomness or I/O; it consumes events (half and op entries read in queue order,
 // END_TRANSACTION, time, results of its actions) and emits actions (renew, check,
-// discard, write-op, persist, log). Service is the thin driver: one scan goroutine reads
+// discard, write-op, verify, persist, log). Service is the thin driver: one scan goroutine reads
 // the queues, ticks the machine every CheckInterval and executes the actions; End and
 // Prepare run on the caller's goroutine. Scripted tests in testdata/*.txt drive the
 // machine command by command.
@@ -98,6 +111,9 @@
 //     check count is not used up by undelivered checks (#8311), cursors advance on every
 //     path (#9500, #1568, #1522), and a check is either sent or retried — there is no
 //     bounded check pool to reject it (#1519).
+//   - A commit interrupted by a crash between the committed message and its op entry is
+//     not committed again after the restart (RocketMQ checks such a transaction again and
+//     commits it twice): the commit intent lets Start find the message.
 //   - A DELAY level or timer property never reaches the store's delay handling while the
 //     message is a half message (Prepare writes straight to the half topic, so REAL_TOPIC
 //     cannot be overwritten, #1540); it is honoured at commit through Options.Rewrite.

@@ -86,9 +86,10 @@ func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wai
 
 // End applies an END_TRANSACTION. It reads the half message at req.CommitLogOffset and
 // verifies that it is a half message at req.TranStateTableOffset of req.ProducerGroup. A
-// commit stores the message in its real topic and queue (type COMMIT, PREPARED TX OFFSET =
-// the quoted commit-log offset, bookkeeping properties removed, Options.Rewrite applied)
-// and then an op entry; a rollback stores only the op entry; unknown (0) does nothing.
+// commit stores a commit intent, the message in its real topic and queue (type COMMIT,
+// PREPARED TX OFFSET = the quoted commit-log offset, bookkeeping properties removed,
+// Options.Rewrite applied) and then an op entry; a rollback stores only the op entry;
+// unknown (0) does nothing.
 // Any copy's offsets — those of the send response or of any check — name the same
 // transaction, and only the first END_TRANSACTION to reach it changes anything: later
 // ones get an Already* result. An error means the outcome could not be stored; the
@@ -141,7 +142,7 @@ func (s *Service) End(req EndRequest) (EndResult, error) {
 		return EndInProgress, nil
 	}
 	if oc == outcomeCommit {
-		if err := s.commit(&rec, req.CommitLogOffset); err != nil {
+		if err := s.commit(&rec, h.origin, req.CommitLogOffset); err != nil {
 			s.report(func(m *machine) { m.endFailed(h.origin) })
 			return 0, err
 		}
@@ -173,8 +174,11 @@ func alreadyResult(oc outcome) EndResult {
 	}
 }
 
-// commit stores the real message of the half record rec, quoted at phy.
-func (s *Service) commit(rec *message.Record, phy int64) error {
+// commit stores the real message of the half record rec of transaction origin, quoted at
+// phy, after its commit intent (see format.go): should the broker die before the op entry
+// is stored, a restart finds the message through the intent instead of committing it
+// again.
+func (s *Service) commit(rec *message.Record, origin, phy int64) error {
 	topic, _ := rec.Property(message.PropertyRealTopic)
 	qv, _ := rec.Property(message.PropertyRealQueueID)
 	qid, err := parseQueueID(qv)
@@ -199,8 +203,14 @@ func (s *Service) commit(rec *message.Record, phy int64) error {
 			return fmt.Errorf("transaction: rewrite committed message: %w", err)
 		}
 	}
+	in := commitIntent{origin: origin, phy: phy, queueID: msg.QueueID,
+		queueOffset: s.opts.Store.MaxOffset(string(msg.Topic), msg.QueueID)}
+	intent := s.intentRecord(&in, msg.Topic)
+	if _, err := s.put(&intent); err != nil {
+		return fmt.Errorf("transaction: commit intent: %w", err)
+	}
 	// Wait for the flush in sync-flush mode: the op entry written next must never be
-	// durable without the message it stands for.
+	// durable without the message it stands for (the intent before it is durable with it).
 	res, err := s.opts.Store.PutMessage(&msg, true)
 	if err != nil && res.Count == 0 {
 		return fmt.Errorf("transaction: commit to %s: %w", msg.Topic, err)
@@ -210,6 +220,29 @@ func (s *Service) commit(rec *message.Record, phy int64) error {
 			Msg("committed message written but not known to be durable")
 	}
 	return nil
+}
+
+// intentRecord builds the commit intent of in for a message to topic (see the format in
+// format.go), its body and properties in one allocation.
+func (s *Service) intentRecord(in *commitIntent, topic []byte) message.Record {
+	const fixed = len(intentBody) + len(message.PropertyTags) + len(OpTag) + len(PropertyOpOutcome) +
+		len(OutcomeCommitting) + len(PropertyCommitIntent) + 6 + 4*20 + 4
+	buf := make([]byte, 0, fixed+len(topic))
+	buf = append(buf, intentBody...)
+	body, props := buf[:len(intentBody):len(intentBody)], buf[len(intentBody):]
+	props = message.AppendPair(props, message.PropertyTags, []byte(OpTag))
+	props = message.AppendPair(props, PropertyOpOutcome, []byte(OutcomeCommitting))
+	props = append(props, PropertyCommitIntent...)
+	props = append(props, message.NameValueSeparator)
+	props = appendIntentValue(props, in, topic)
+	props = append(props, message.PropertySeparator)
+	return message.Record{
+		Topic:         []byte(opTopic),
+		QueueID:       queueID,
+		BornTimestamp: s.opts.Clock().UnixMilli(),
+		Body:          body,
+		Properties:    props,
+	}
 }
 
 // opRecord builds an op entry (see the format in format.go).

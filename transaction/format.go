@@ -1,6 +1,7 @@
 package transaction
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,9 +24,12 @@ const (
 	// carried by every copy so the transaction's age survives re-appends.
 	PropertyFirstStoreTime = "FERRY_TRAN_FIRST_STORE_MS"
 	// PropertyOpOutcome is set on op entries: OutcomeCommit, OutcomeRollback or
-	// OutcomeDiscard. Op entries written by RocketMQ lack it; they resolve a
-	// transaction without saying how.
+	// OutcomeDiscard; OutcomeCommitting marks a commit intent. Op entries written by
+	// RocketMQ lack it; they resolve a transaction without saying how.
 	PropertyOpOutcome = "FERRY_TRAN_OUTCOME"
+	// PropertyCommitIntent is set on commit intents: where the committed message goes
+	// (see "Commit intents" below).
+	PropertyCommitIntent = "FERRY_TRAN_INTENT"
 )
 
 // Values of PropertyOpOutcome.
@@ -33,6 +37,8 @@ const (
 	OutcomeCommit   = "COMMIT"
 	OutcomeRollback = "ROLLBACK"
 	OutcomeDiscard  = "DISCARD"
+	// OutcomeCommitting marks a commit intent: a commit has begun. It ends nothing.
+	OutcomeCommitting = "COMMITTING"
 )
 
 // OpTag is the tag of op entries (RocketMQ's REMOVE_TAG).
@@ -103,7 +109,8 @@ func (o outcome) propertyValue() string {
 // listed offset ends the transaction whose origin it is, so RocketMQ-written entries (whose
 // renewed copies are transactions of their own) and Ferry's mean the same thing to both
 // brokers. Empty items are skipped; anything else that is not a non-negative decimal int64
-// makes the entry invalid. This layout is part of the on-disk format.
+// makes the entry invalid. This layout is part of the on-disk format. The op queue also
+// holds commit intents (FERRY_TRAN_OUTCOME COMMITTING, see below), which end nothing.
 
 // maxOpOffsets bounds the offsets one op entry may list (RocketMQ 5.x flushes its batch at
 // 4 KiB of text, fewer than 4096 offsets).
@@ -112,10 +119,12 @@ const maxOpOffsets = 4096
 // errBadOpEntry reports an op entry that does not decode.
 var errBadOpEntry = errors.New("transaction: bad op entry")
 
-// opEntry is a decoded op entry.
+// opEntry is a decoded op entry, or a commit intent (intent set, offsets its origin,
+// outcome none).
 type opEntry struct {
 	offsets []int64
 	outcome outcome
+	intent  *commitIntent
 }
 
 // appendOpBody appends the body of an op entry listing offsets to dst.
@@ -136,6 +145,12 @@ func decodeOpEntry(body, props []byte) (opEntry, error) {
 		return e, fmt.Errorf("%w: tag %q is not %q", errBadOpEntry, tag, OpTag)
 	}
 	switch v, _ := message.LookupProperty(props, PropertyOpOutcome); string(v) {
+	case OutcomeCommitting:
+		in, err := decodeIntent(props)
+		if err != nil {
+			return opEntry{}, err
+		}
+		return opEntry{offsets: []int64{in.origin}, intent: &in}, nil
 	case OutcomeCommit:
 		e.outcome = outcomeCommit
 	case OutcomeRollback:
@@ -168,6 +183,90 @@ func decodeOpEntry(body, props []byte) (opEntry, error) {
 		return opEntry{}, fmt.Errorf("%w: no offsets", errBadOpEntry)
 	}
 	return e, nil
+}
+
+// Commit intents
+//
+// END_TRANSACTION with commit writes three records: a commit intent, the committed
+// message, then the op entry. Without the intent, a broker killed between the committed
+// message and its op entry would find the transaction pending after the restart, check it
+// again and commit it a second time (RocketMQ's window). A commit intent is a record in
+// the op queue written just before the committed message:
+//
+//	topic       RMQ_SYS_TRANS_OP_HALF_TOPIC, queue 0, sysflag 0
+//	TAGS        "d"
+//	FERRY_TRAN_OUTCOME  COMMITTING
+//	FERRY_TRAN_INTENT   "<origin>,<phy>,<queue id>,<queue offset>,<topic>"
+//	                    e.g. "17,40960,3,118,Orders"
+//	body        "intent"
+//
+// origin names the transaction; phy is the commit-log offset END_TRANSACTION quoted, which
+// the committed message carries as its PREPARED TX OFFSET; topic and queue id are where
+// the committed message is stored (after Options.Rewrite), and queue offset is that
+// queue's max offset before it was stored, so the message, if stored, is at or after it.
+// The numbers are non-negative decimal int64 (the queue id an int32); the topic is the
+// rest of the value, non-empty. A restart that replays an intent of a transaction no op
+// entry ended reads that queue from that offset for a COMMIT record with that PREPARED TX
+// OFFSET: found, the transaction is committed and its op entry is written; not found, it
+// is pending. The commit log keeps a prefix after a crash, so a stored committed message
+// implies its stored intent. The body names no half message: RocketMQ, which reads only
+// the body (and parses what is not a number as -1), counts the entry as done and resolves
+// nothing, and Ferry before intents skips it as undecodable. (It is not empty: commit-log
+// recovery, decoding into a reused message.Record, keeps the previous record's body for
+// an empty one, fails its CRC and truncates the log there.) This layout is part of the
+// on-disk format.
+
+// intentBody is the body of a commit intent.
+const intentBody = "intent"
+
+// commitIntent is a decoded commit intent.
+type commitIntent struct {
+	origin      int64  // the transaction
+	phy         int64  // the committed message's PREPARED TX OFFSET
+	queueID     int32  // the committed message's queue ...
+	queueOffset int64  // ... at or after this offset
+	topic       string // ... of this topic
+}
+
+// appendIntentValue appends the PropertyCommitIntent value of in (topic given as bytes,
+// in.topic is not read) to dst.
+func appendIntentValue(dst []byte, in *commitIntent, topic []byte) []byte {
+	dst = strconv.AppendInt(dst, in.origin, 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, in.phy, 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, int64(in.queueID), 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, in.queueOffset, 10)
+	dst = append(dst, ',')
+	return append(dst, topic...)
+}
+
+// decodeIntent decodes the PropertyCommitIntent of a commit intent's properties. It never
+// panics.
+func decodeIntent(props []byte) (commitIntent, error) {
+	v, ok := message.LookupProperty(props, PropertyCommitIntent)
+	if !ok {
+		return commitIntent{}, fmt.Errorf("%w: commit intent without %s", errBadOpEntry, PropertyCommitIntent)
+	}
+	var nums [4]int64
+	rest := v
+	for i := range nums {
+		j := bytes.IndexByte(rest, ',')
+		if j < 0 {
+			return commitIntent{}, fmt.Errorf("%w: commit intent %q: too few fields", errBadOpEntry, v)
+		}
+		n, err := parseNonNegative(rest[:j])
+		if err != nil {
+			return commitIntent{}, fmt.Errorf("%w: commit intent %q: %w", errBadOpEntry, v, err)
+		}
+		nums[i], rest = n, rest[j+1:]
+	}
+	if nums[2] > 1<<31-1 || len(rest) == 0 {
+		return commitIntent{}, fmt.Errorf("%w: commit intent %q: bad queue", errBadOpEntry, v)
+	}
+	return commitIntent{origin: nums[0], phy: nums[1], queueID: int32(nums[2]), queueOffset: nums[3],
+		topic: string(rest)}, nil
 }
 
 // parseNonNegative parses a decimal int64 ≥ 0 made of digits only.

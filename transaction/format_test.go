@@ -53,6 +53,38 @@ func TestDecodeOpEntry(t *testing.T) {
 	assert.Equal(t, "1,22,333", string(appendOpBody(nil, []int64{1, 22, 333})))
 }
 
+func TestDecodeCommitIntent(t *testing.T) {
+	props := func(value string) []byte {
+		p := opProps(t, OutcomeCommitting)
+		if value != "" {
+			var err error
+			p, err = message.AppendProperty(p, PropertyCommitIntent, value)
+			require.NoError(t, err)
+		}
+		return p
+	}
+	in := commitIntent{origin: 17, phy: 40960, queueID: 3, queueOffset: 118}
+	v := string(appendIntentValue(nil, &in, []byte("Orders")))
+	assert.Equal(t, "17,40960,3,118,Orders", v)
+	got, err := decodeOpEntry(nil, props(v))
+	require.NoError(t, err)
+	in.topic = "Orders"
+	assert.Equal(t, opEntry{offsets: []int64{17}, intent: &in}, got)
+	// The body is not read: RocketMQ's reading of it must find no half offset.
+	again, err := decodeOpEntry([]byte("99"), props(v))
+	require.NoError(t, err)
+	assert.Equal(t, got, again)
+
+	got, err = decodeOpEntry(nil, props("1,2,0,0,%RETRY%a|b,c"))
+	require.NoError(t, err)
+	assert.Equal(t, "%RETRY%a|b,c", got.intent.topic, "the topic is the rest of the value")
+	for _, bad := range []string{"", "17,40960,3,118", "17,40960,3,118,", "-1,1,0,0,T", "1,2,2147483648,0,T",
+		"1,x,0,0,T", "1,,0,0,T"} {
+		_, err := decodeOpEntry(nil, props(bad))
+		require.ErrorIs(t, err, errBadOpEntry, "%q", bad)
+	}
+}
+
 func TestCursorsRoundTrip(t *testing.T) {
 	c := cursors{half: 123456789, op: 42}
 	b := encodeCursors(c)

@@ -29,6 +29,12 @@ type machine struct {
 	ops              []opSlot
 	// persisted is the cursor pair last handed out in a persist action.
 	persisted cursors
+	// replaying is set from newMachine until replayed: the records read are those stored
+	// before a start.
+	replaying bool
+	// unverified lists the origins of transactions whose replayed commit intent is not
+	// verified yet (see txn.intent); entries of verified ones are dropped lazily.
+	unverified []int64
 
 	txns   map[int64]*txn // by origin
 	due    dueHeap        // pending, idle transactions by next check time
@@ -76,10 +82,11 @@ const (
 	busyMove             // re-appending the half message so the half cursor can move
 	busyDiscard          // writing to the discard topic and the op entry
 	busyWriteOp          // writing the op entry
+	busyVerify           // looking for the committed message of a replayed commit intent
 )
 
 func (b busyKind) String() string {
-	return [...]string{"none", "renew", "check", "move", "discard", "write-op"}[b]
+	return [...]string{"none", "renew", "check", "move", "discard", "write-op", "verify"}[b]
 }
 
 // copyRef locates one stored half message.
@@ -104,6 +111,10 @@ type txn struct {
 	maxCopy    int64   // highest half-queue offset of any copy
 	opPending  bool    // ended, but its op entry is not yet written
 	heapIdx    int     // index in machine.due, -1 when absent
+	// intent is the last commit intent replayed for the pending transaction: an
+	// END_TRANSACTION the restart interrupted may have stored the committed message. Until
+	// it is verified (and the field cleared) the transaction is neither checked nor ended.
+	intent *commitIntent
 }
 
 // halfSlot is one read half-queue offset.
@@ -113,9 +124,11 @@ type halfSlot struct {
 	valid   bool
 }
 
-// opSlot is one read op-queue offset: the origins it ends.
+// opSlot is one read op-queue offset: the origins it ends, or the origin of a commit
+// intent.
 type opSlot struct {
 	origins []int64
+	intent  bool
 }
 
 // tokenCost is the price of one check in token units.
@@ -129,6 +142,7 @@ func newMachine(cfg machineConfig, c cursors) *machine {
 		halfCursor: c.half, halfNext: c.half,
 		opCursor: c.op, opNext: c.op,
 		persisted: c,
+		replaying: true,
 		txns:      make(map[int64]*txn),
 		opWait:    make(map[int64]*txn),
 		recent:    make(map[int64]outcome),
@@ -192,16 +206,39 @@ func (m *machine) opRead(offset int64, e *opEntry) {
 		m.logf(logWarn, -1, "skipping op-queue offset %d: not an op entry", offset)
 		return
 	}
+	if e.intent != nil {
+		m.ops = append(m.ops, opSlot{origins: e.offsets, intent: true})
+		m.intentRead(e.intent)
+		return
+	}
 	m.ops = append(m.ops, opSlot{origins: e.offsets})
 	for _, o := range e.offsets {
 		m.endByOp(o, e.outcome)
 	}
 }
 
+// intentRead ingests a commit intent. One written by this run belongs to an
+// END_TRANSACTION that reports its own end (endDone or endFailed); only one stored before
+// the start (replaying) may stand for a commit whose end was never recorded.
+func (m *machine) intentRead(in *commitIntent) {
+	t := m.txns[in.origin]
+	if !m.replaying || t == nil || t.state == stateEnded {
+		return
+	}
+	if t.intent == nil {
+		m.unverified = append(m.unverified, in.origin)
+	}
+	t.intent = in
+	m.update(t)
+}
+
 // recall learns the outcomes of an op entry from before the op cursor, read at start so
 // late END_TRANSACTIONs for recently ended transactions are answered precisely after a
 // restart. Such an entry names only forgotten transactions (see advance).
 func (m *machine) recall(e opEntry) {
+	if e.intent != nil {
+		return
+	}
 	for _, o := range e.offsets {
 		if m.txns[o] == nil {
 			m.remember(o, e.outcome)
@@ -278,8 +315,38 @@ func (m *machine) endByOp(origin int64, oc outcome) {
 		}
 		t.state, t.outcome = stateEnded, oc
 	}
+	t.intent = nil // the op entry after the intent says how it ended
 	m.setOpPending(t, false)
 	m.update(t)
+}
+
+// replayed ends the replay at start: each transaction with an unverified commit intent
+// gets its verify action (the driver runs them before it serves END_TRANSACTION).
+func (m *machine) replayed() {
+	m.replaying = false
+	m.verifyIntents()
+}
+
+// verifyIntents emits the verify action of every idle transaction with an unverified
+// commit intent, and drops the verified ones from the list.
+func (m *machine) verifyIntents() {
+	keep := m.unverified[:0]
+	for _, o := range m.unverified {
+		t := m.txns[o]
+		switch {
+		case t == nil || t.intent == nil:
+			continue
+		case t.state != statePending: // defensive: nothing ends an unverified transaction
+			t.intent = nil
+			m.update(t)
+			continue
+		case t.busy == busyNone:
+			t.busy = busyVerify
+			m.emit(action{kind: actVerify, origin: o, intent: t.intent})
+		}
+		keep = append(keep, o)
+	}
+	m.unverified = keep
 }
 
 // ---- Events: END_TRANSACTION ----
@@ -314,7 +381,7 @@ func (m *machine) beginEnd(h halfInfo, oc outcome) (endVerdict, outcome) {
 	switch {
 	case t.state == stateEnded:
 		return verdictEnded, t.outcome
-	case t.state == stateResolving, t.busy == busyDiscard:
+	case t.state == stateResolving, t.busy == busyDiscard, t.intent != nil:
 		return verdictInProgress, outcomeNone
 	}
 	t.state, t.resolving = stateResolving, oc
@@ -442,6 +509,32 @@ func (m *machine) opWritten(origin int64, ok bool) {
 	m.update(t)
 }
 
+// verified reports the verify action of origin: committed when the committed message of
+// its commit intent is stored. The transaction is then committed, and its op entry is
+// written next; otherwise it is pending as before.
+func (m *machine) verified(origin int64, committed bool) {
+	t := m.txns[origin]
+	if t == nil || t.busy != busyVerify {
+		return
+	}
+	t.busy, t.intent = busyNone, nil
+	if committed && t.state == statePending {
+		m.logf(logWarn, origin, "transaction %d (group %s, uniq %s) was committed before the restart "+
+			"but its op entry is missing; writing it", origin, t.group, t.uniq)
+		m.finish(t, outcomeCommit, true)
+	}
+	m.update(t)
+}
+
+// verifyFailed reports that the verify action of origin could not read the store; it is
+// retried at the next tick, the transaction still unverified.
+func (m *machine) verifyFailed(origin int64) {
+	if t := m.txns[origin]; t != nil && t.busy == busyVerify {
+		t.busy = busyNone
+		m.update(t)
+	}
+}
+
 // lose ends t whose half message cannot be read any more.
 func (m *machine) lose(t *txn) {
 	m.logf(logError, t.origin, "half message of transaction %d (group %s, uniq %s) at offset %d is "+
@@ -477,7 +570,7 @@ func (m *machine) remember(origin int64, oc outcome) {
 // update restores the invariants after t changed: t is in the due heap exactly when it is
 // pending and idle, and it is forgotten once nothing can refer to it any more.
 func (m *machine) update(t *txn) {
-	wantHeap := t.state == statePending && t.busy == busyNone
+	wantHeap := t.state == statePending && t.busy == busyNone && t.intent == nil
 	switch {
 	case wantHeap && t.heapIdx < 0:
 		heap.Push(&m.due, t)
@@ -549,6 +642,9 @@ func (t *txn) describe() string {
 	}
 	if t.opPending {
 		s += " op-pending"
+	}
+	if t.intent != nil {
+		s += " unverified"
 	}
 	return s
 }

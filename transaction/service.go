@@ -70,37 +70,53 @@ func New(opts Options) (*Service, error) {
 }
 
 // Start rebuilds the state from the store — every half message from the persisted half
-// cursor and every op entry from the op cursor — and starts the scan goroutine. The store
+// cursor and every op entry from the op cursor — verifies the commits a kill may have
+// interrupted (see format.go, "Commit intents") and starts the scan goroutine. The store
 // must be open. Start may be called once.
 func (s *Service) Start() error {
 	s.mu.Lock()
+	acts, err := s.rebuildLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// Verify before END_TRANSACTION and checks are let in (running is still false).
+	s.execute(acts)
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.closed || s.mu.started {
-		return fmt.Errorf("%w: Start called twice or after Shutdown", ErrClosed)
+	if s.mu.closed {
+		return fmt.Errorf("%w: Shutdown during Start", ErrClosed)
+	}
+	m := s.mu.m
+	s.log.Info().Int64("halfCursor", m.halfCursor).Int64("halfNext", m.halfNext).Int64("opCursor", m.opCursor).
+		Int64("opNext", m.opNext).Int("pending", m.pending()).Msg("transaction state rebuilt")
+	s.mu.started = true
+	go s.run()
+	return nil
+}
+
+// rebuildLocked builds the machine from the cursor file and the queues and returns its
+// first actions (verifies and logs).
+func (s *Service) rebuildLocked() ([]action, error) {
+	if s.mu.closed || s.mu.started || s.mu.m != nil {
+		return nil, fmt.Errorf("%w: Start called twice or after Shutdown", ErrClosed)
 	}
 	c := s.loadCursors()
 	s.mu.m = newMachine(s.opts.machineConfig(), c)
 	s.latest, s.behind, s.written = c, c, c
 	s.recallLocked(c.op)
 	// Replay: all half messages first, so every op entry finds the transactions it names.
-	for more := true; more; {
-		var err error
-		if more, err = s.readQueueLocked(halfTopic); err != nil {
-			return err
+	for _, topic := range []string{halfTopic, opTopic} {
+		for more := true; more; {
+			var err error
+			if more, err = s.readQueueLocked(topic); err != nil {
+				s.mu.m = nil // Start may be tried again
+				return nil, err
+			}
 		}
 	}
-	for more := true; more; {
-		var err error
-		if more, err = s.readQueueLocked(opTopic); err != nil {
-			return err
-		}
-	}
-	m := s.mu.m
-	s.log.Info().Int64("halfCursor", c.half).Int64("halfNext", m.halfNext).Int64("opCursor", c.op).
-		Int64("opNext", m.opNext).Int("pending", m.pending()).Msg("transaction state rebuilt")
-	s.mu.started = true
-	go s.run()
-	return nil
+	s.mu.m.replayed()
+	return s.mu.m.ready(), nil
 }
 
 // recallLocked feeds the machine the outcomes of up to RecentOutcomes op entries before

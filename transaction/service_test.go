@@ -364,11 +364,22 @@ func TestCommitWritesRealMessage(t *testing.T) {
 	assert.Equal(t, int32(1), rewrites.Load())
 	require.Len(t, e.queue("SCHEDULE_TOPIC_XXXX", 1), 1, "the delayed commit went where Rewrite sent it")
 
+	// Each commit: its intent, then (after the message) its op entry.
 	ops := e.queue(opTopic, 0)
-	require.Len(t, ops, 2)
-	op, err := decodeOpEntry(ops[0].Body, ops[0].Properties)
+	require.Len(t, ops, 4)
+	intent, err := decodeOpEntry(ops[0].Body, ops[0].Properties)
+	require.NoError(t, err)
+	assert.Equal(t, opEntry{offsets: []int64{p.Append.QueueOffset}, intent: &commitIntent{
+		origin: p.Append.QueueOffset, phy: p.Append.PhysicalOffset, queueID: 1, topic: "Orders"}}, intent)
+	_, err = decodeOpEntry(ops[0].Body, opProps(t, ""))
+	require.ErrorIs(t, err, errBadOpEntry, "RocketMQ reads the body: it must name no half message")
+	op, err := decodeOpEntry(ops[1].Body, ops[1].Properties)
 	require.NoError(t, err)
 	assert.Equal(t, opEntry{offsets: []int64{p.Append.QueueOffset}, outcome: outcomeCommit}, op)
+	delayed, err := decodeOpEntry(ops[2].Body, ops[2].Properties)
+	require.NoError(t, err)
+	assert.Equal(t, &commitIntent{origin: pd.Append.QueueOffset, phy: pd.Append.PhysicalOffset, queueID: 1,
+		topic: "SCHEDULE_TOPIC_XXXX"}, delayed.intent, "the intent names where Rewrite sent the message")
 }
 
 func TestRewriteErrorLeavesTransactionPending(t *testing.T) {

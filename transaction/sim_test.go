@@ -96,6 +96,7 @@ type sim struct {
 	answers   map[string][]string // uniq → scripted answers to its checks
 	checks    map[string]int      // uniq → delivered checks
 	committed map[string]int
+	commitAt  map[int64]bool    // commit-log offsets quoted by stored committed messages
 	ended     map[string]string // uniq → outcome written to the store
 	fail      map[string]bool   // renew, op, discard, checker
 	hold      bool
@@ -105,11 +106,12 @@ type sim struct {
 
 func newSim(t *testing.T) *sim {
 	s := &sim{t: t, phy: 1000, answers: map[string][]string{}, checks: map[string]int{},
-		committed: map[string]int{}, ended: map[string]string{}, fail: map[string]bool{},
+		committed: map[string]int{}, commitAt: map[int64]bool{}, ended: map[string]string{}, fail: map[string]bool{},
 		holding: map[string]outcome{}}
 	s.cfg = machineConfig{timeout: 6000, recheck: 60000, retry: 6000, maxChecks: 15,
 		maxAge: 72 * 3600 * 1000, maxLag: 60000, rate: 100, recent: 1000}
 	s.m = newMachine(s.cfg, cursors{})
+	s.m.replayed() // nothing stored yet
 	return s
 }
 
@@ -188,11 +190,21 @@ func (s *sim) run(line string) string {
 		u := args["uniq"]
 		h := s.quote(u, args["copy"])
 		s.writeEnd(u, parseKind(args["kind"]), h)
+	case "crash-commit":
+		// An END_TRANSACTION commit cut by a kill after its intent ("intent") or after its
+		// committed message ("message"), before its op entry.
+		u := args["uniq"]
+		h := s.quote(u, args["copy"])
+		s.appendIntent(h)
+		if args["after"] == "message" {
+			s.storeCommit(u, h)
+		}
 	case "restart":
 		s.m = newMachine(s.cfg, s.persisted)
 		s.held, s.holding = nil, map[string]outcome{}
 		s.scan()
 		s.printf("replayed from half=%d op=%d", s.persisted.half, s.persisted.op)
+		s.m.replayed()
 	case "state":
 		s.out.WriteString(s.m.dump())
 		for _, u := range sortedKeys(s.ended) {
@@ -280,9 +292,29 @@ func (s *sim) exec(a action) {
 		s.m.discardDone(a.origin, true, ok)
 	case actWriteOp:
 		s.m.opWritten(a.origin, s.appendOp(a.outcome, a.offsets))
+	case actVerify:
+		if s.fail["verify"] {
+			s.m.verifyFailed(a.origin)
+			return
+		}
+		s.m.verified(a.origin, s.commitAt[a.intent.phy])
 	case actPersist:
 		s.persisted = a.cursors
 	}
+}
+
+// appendIntent stores the commit intent of an END_TRANSACTION commit quoting h (it is
+// never failed: a failed intent fails the END before anything is stored).
+func (s *sim) appendIntent(h halfInfo) {
+	s.ops = append(s.ops, opEntry{offsets: []int64{h.origin},
+		intent: &commitIntent{origin: h.origin, phy: h.phy, topic: "T"}})
+}
+
+// storeCommit stores the committed message of uniq quoting h.
+func (s *sim) storeCommit(uniq string, h halfInfo) {
+	s.committed[uniq]++
+	s.commitAt[h.phy] = true
+	s.ended[uniq] = outcomeCommit.String()
 }
 
 func (s *sim) appendOp(oc outcome, offsets []int64) bool {
@@ -361,7 +393,8 @@ func (s *sim) endFinish(uniq string, fail bool) {
 // entry was written.
 func (s *sim) writeEnd(uniq string, oc outcome, h halfInfo) bool {
 	if oc == outcomeCommit {
-		s.committed[uniq]++
+		s.appendIntent(h)
+		s.storeCommit(uniq, h)
 	}
 	s.ended[uniq] = oc.String()
 	return s.appendOp(oc, opOffsets(h.origin, h.offset))

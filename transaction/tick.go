@@ -22,6 +22,9 @@ const (
 	actDiscard
 	// actWriteOp: write an op entry for origin (outcome, offsets), then report opWritten.
 	actWriteOp
+	// actVerify: look for the committed message of a replayed commit intent, then report
+	// verified (or verifyFailed).
+	actVerify
 	// actPersist: durably record cursors.
 	actPersist
 	// actLog: log msg at level.
@@ -53,6 +56,7 @@ type action struct {
 	outcome    outcome
 	offsets    []int64
 	cursors    cursors
+	intent     *commitIntent
 	level      logLevel
 	msg        string
 }
@@ -73,6 +77,9 @@ func (a action) String() string {
 		return fmt.Sprintf("discard txn=%d half=%d checks=%d", a.origin, a.copy.offset, a.label)
 	case actWriteOp:
 		return fmt.Sprintf("write-op txn=%d outcome=%s offsets=%v", a.origin, a.outcome, a.offsets)
+	case actVerify:
+		return fmt.Sprintf("verify txn=%d phy=%d queue=%s/%d from=%d", a.origin, a.intent.phy, a.intent.topic,
+			a.intent.queueID, a.intent.queueOffset)
 	case actPersist:
 		return fmt.Sprintf("persist half=%d op=%d", a.cursors.half, a.cursors.op)
 	default:
@@ -91,14 +98,17 @@ func opOffsets(origin, quoted int64) []int64 {
 
 // tick advances the machine's time to now (a smaller now is ignored: time never goes
 // backwards) and emits what is due: discards, checks (within the rate limit), renews that
-// let the half cursor move past long-waiting transactions, op-entry retries and the new
-// cursors.
+// let the half cursor move past long-waiting transactions, op-entry and verify retries and
+// the new cursors.
 func (m *machine) tick(now int64) {
 	m.now = max(m.now, now)
 	m.refill()
 	m.checkDue()
 	m.moveLagging()
 	m.retryOps()
+	if len(m.unverified) > 0 {
+		m.verifyIntents()
+	}
 	m.advance()
 }
 
@@ -175,7 +185,7 @@ func (m *machine) moveLagging() {
 		}
 		t := m.txns[s.origin]
 		if !s.valid || t == nil || t.live.offset != m.halfCursor+int64(i) ||
-			t.state != statePending || t.busy != busyNone || t.due <= m.now {
+			t.state != statePending || t.busy != busyNone || t.intent != nil || t.due <= m.now {
 			continue
 		}
 		t.busy = busyMove
@@ -238,12 +248,20 @@ func (m *machine) halfDone(s halfSlot, offset int64) bool {
 	return t == nil || t.state == stateEnded || t.live.offset != offset
 }
 
-// opDone reports whether every transaction named by o is settled or forgotten.
+// opDone reports whether every transaction named by o is settled or forgotten. A commit
+// intent is also done once its transaction is pending again and verified (the commit it
+// announced failed): only an intent whose commit may be stored without its op entry must
+// be replayed after a restart.
 func (m *machine) opDone(o opSlot) bool {
 	for _, origin := range o.origins {
-		if t := m.txns[origin]; t != nil && !m.settled(t) {
-			return false
+		t := m.txns[origin]
+		if t == nil || m.settled(t) {
+			continue
 		}
+		if o.intent && t.state == statePending && t.intent == nil {
+			continue
+		}
+		return false
 	}
 	return true
 }
