@@ -234,6 +234,7 @@ func (b *Broker) Start(ln net.Listener) error {
 	o := &b.opts
 	so := remoting.DefaultServerOptions()
 	so.MaxFrameSize = o.MaxFrameSize
+	so.MaxRequestBytes = o.MaxRequestBytes
 	so.IdleTimeout = o.IdleTimeout
 	so.Logger = o.Logger
 	w := o.Workers

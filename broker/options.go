@@ -46,6 +46,9 @@ type Options struct {
 	// MaxFrameSize bounds one request frame; IdleTimeout closes silent connections.
 	MaxFrameSize int
 	IdleTimeout  time.Duration
+	// MaxRequestBytes bounds the request bytes held on all connections (0: the remoting
+	// default, see remoting.ServerOptions.MaxRequestBytes).
+	MaxRequestBytes int64
 	// Workers sizes the worker pools.
 	Workers Workers
 

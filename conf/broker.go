@@ -106,6 +106,12 @@ type BrokerConfig struct {
 	// leave 64 KiB beyond MaxMessageSize for headers. Default 16MiB. Key
 	// broker.maxFrameSize, env FERRY_BROKER_MAX_FRAME_SIZE.
 	MaxFrameSize int64 `mapstructure:"maxFrameSize"`
+	// MaxRequestBytes bounds the bytes of request frames the broker holds at
+	// once on all connections (being received, queued or handled); a frame
+	// over it is answered SYSTEM_BUSY and skipped unread. It must be at least
+	// 2 × maxFrameSize (one connection's share). Default 256MiB. Key
+	// broker.maxRequestBytes, env FERRY_BROKER_MAX_REQUEST_BYTES.
+	MaxRequestBytes int64 `mapstructure:"maxRequestBytes"`
 	// IdleTimeout closes a connection idle for this long. Default 120s. Key
 	// broker.idleTimeout, env FERRY_BROKER_IDLE_TIMEOUT.
 	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
@@ -267,6 +273,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		NamesrvAddrs:     []string{"127.0.0.1:9876"},
 		RegisterInterval: 30 * time.Second,
 		MaxFrameSize:     16 * MiB,
+		MaxRequestBytes:  256 * MiB,
 		IdleTimeout:      120 * time.Second,
 		Workers: WorkerPools{
 			Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8,
@@ -411,6 +418,10 @@ func (c BrokerConfig) validateStore() error {
 	if c.CommitLogSegmentSize < c.MaxMessageSize+recordOverhead {
 		return invalid("broker.commitLogSegmentSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",
 			c.MaxMessageSize+recordOverhead, c.CommitLogSegmentSize)
+	}
+	if c.MaxRequestBytes < 2*c.MaxFrameSize {
+		return invalid("broker.maxRequestBytes", "must be at least 2 × broker.maxFrameSize (%d), got %d",
+			2*c.MaxFrameSize, c.MaxRequestBytes)
 	}
 	if c.MaxFrameSize < c.MaxMessageSize+recordOverhead {
 		return invalid("broker.maxFrameSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",

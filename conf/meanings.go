@@ -22,6 +22,7 @@ func keyMeanings() map[string]string {
 		"broker.namesrvAddrs":     "name servers the broker registers with",
 		"broker.registerInterval": "period of re-registration; shorter than namesrv.brokerExpiry",
 		"broker.maxFrameSize":     "largest remoting frame accepted; at least maxMessageSize + 64KiB",
+		"broker.maxRequestBytes":  "request bytes held at once on all connections; more is SYSTEM_BUSY",
 		"broker.idleTimeout":      "a connection silent for this long is closed",
 
 		"broker.workers.send":        "workers for sends (a sync-flush or sync-master send holds one while it waits)",

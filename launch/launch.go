@@ -32,6 +32,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	o.AdvertisedAddr, o.HAAddr = cfg.EffectiveAdvertisedAddr(), cfg.EffectiveHAListen()
 	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
+	o.MaxRequestBytes = cfg.MaxRequestBytes
 	w := cfg.Workers
 	o.Workers = broker.Workers{Send: w.Send, Pull: w.Pull, Query: w.Query, Admin: w.Admin, Transaction: w.Transaction}
 	o.AutoCreateTopic, o.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums

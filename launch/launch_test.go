@@ -24,6 +24,7 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	cfg.NamesrvAddrs = []string{"127.0.0.1:1", "127.0.0.1:2"}
 	cfg.RegisterInterval = 7 * time.Second
 	cfg.MaxFrameSize, cfg.IdleTimeout = 2<<20, 9*time.Second
+	cfg.MaxRequestBytes = 5 << 20
 	cfg.Workers = conf.WorkerPools{Send: 3, Pull: 4, Query: 5, Admin: 6, Transaction: 7}
 	cfg.FlushDiskType = conf.SyncFlush
 	cfg.FlushInterval, cfg.FlushLeastPages = 11*time.Millisecond, 2
@@ -49,6 +50,7 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	require.Equal(t, cfg.NamesrvAddrs, o.NamesrvAddrs)
 	require.Equal(t, 7*time.Second, o.RegisterInterval)
 	require.Equal(t, 2<<20, o.MaxFrameSize)
+	require.Equal(t, int64(5<<20), o.MaxRequestBytes)
 	require.Equal(t, 9*time.Second, o.IdleTimeout)
 	require.Equal(t, 3, o.Workers.Send)
 	require.Equal(t, 7, o.Workers.Transaction)
