@@ -23,8 +23,8 @@ import (
 
 // Client is a connection to a Ferry (or RocketMQ 4.x) cluster: it looks up topic routes
 // on the name servers, keeps one multiplexed connection per broker, and sends heartbeats
-// for the producer groups created on it. Producers (NewProducer) share it. It is safe for
-// concurrent use; Close it when done.
+// for the producer and consumer groups created on it. Producers (NewProducer) and push
+// consumers (NewPushConsumer) share it. It is safe for concurrent use; Close it when done.
 //
 // Header codec: requests to a broker start as JSON (what every RocketMQ broker reads); a
 // Ferry broker says so in its heartbeat response, and from then on the client speaks
@@ -47,7 +47,8 @@ type Client struct {
 	}
 	groups struct {
 		sync.Mutex
-		producers map[string]int // producer group → producers using it
+		producers map[string]int           // producer group → producers using it
+		consumers map[string]*PushConsumer // consumer group → its started consumer
 	}
 
 	stop   chan struct{}
@@ -93,6 +94,10 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.routes.m = make(map[string]*topicRoute)
 	c.groups.producers = make(map[string]int)
+	c.groups.consumers = make(map[string]*PushConsumer)
+	for _, rc := range []*remoting.Client{c.json, c.native} {
+		rc.Handle(int16(protocol.NotifyConsumerIDsChanged), remoting.HandlerFunc(c.onConsumerIDsChanged))
+	}
 	c.wg.Go(c.routeLoop)
 	c.wg.Go(c.heartbeatLoop)
 	return c, nil
@@ -101,15 +106,17 @@ func New(opts ...Option) (*Client, error) {
 // ClientID is the id the client registers with brokers (ip@instance).
 func (c *Client) ClientID() string { return c.clientID }
 
-// Close stops the background work and closes every connection; calls in flight fail
-// with ErrClosed or a connection error. It is idempotent.
+// Close closes the push consumers still running (see PushConsumer.Close), stops the
+// background work and closes every connection; calls in flight fail with ErrClosed or a
+// connection error. It is idempotent.
 func (c *Client) Close() error {
+	cerr := c.closeConsumers()
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	close(c.stop)
 	c.wg.Wait()
-	return errors.Join(c.native.Close(), c.json.Close())
+	return errors.Join(cerr, c.native.Close(), c.json.Close())
 }
 
 // invoke sends req to a broker or name server with the header codec it speaks and turns
@@ -193,10 +200,10 @@ func (c *Client) heartbeatLoop() {
 	}
 }
 
-// brokerAddrs lists the master addresses of every cached route.
+// brokerAddrs lists the master addresses of every cached route and of the consumers'
+// topics.
 func (c *Client) brokerAddrs() []string {
 	c.routes.RLock()
-	defer c.routes.RUnlock()
 	var out []string
 	for _, r := range c.routes.m {
 		for _, b := range r.brokers {
@@ -205,6 +212,10 @@ func (c *Client) brokerAddrs() []string {
 			}
 		}
 	}
+	c.routes.RUnlock()
+	c.groups.Lock()
+	out = c.consumerBrokersLocked(out)
+	c.groups.Unlock()
 	return out
 }
 
@@ -217,12 +228,16 @@ func (c *Client) heartbeatAll(ctx context.Context) {
 	}
 }
 
-// heartbeat tells one broker about the client's groups, and learns whether it is Ferry.
+// heartbeat tells one broker about the client's producer and consumer groups, and learns
+// whether it is Ferry.
 func (c *Client) heartbeat(ctx context.Context, addr string) error {
 	data := protocol.HeartbeatData{ClientID: c.clientID}
 	c.groups.Lock()
 	for g := range c.groups.producers {
 		data.ProducerDataSet = append(data.ProducerDataSet, protocol.ProducerData{GroupName: g})
+	}
+	for _, pc := range c.groups.consumers {
+		data.ConsumerDataSet = append(data.ConsumerDataSet, pc.consumerData())
 	}
 	c.groups.Unlock()
 	body, err := protocol.EncodeHeartbeatData(&data)

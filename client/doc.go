@@ -3,7 +3,8 @@
 // it batches sends automatically and, against a Ferry broker, uses Ferry's msgpack header
 // instead of JSON.
 //
-// A Client holds the connections and the topic routes; Producers share it:
+// A Client holds the connections and the topic routes; Producers and PushConsumers
+// share it:
 //
 //	c, err := client.New(client.WithNameServers("127.0.0.1:9876"))
 //	if err != nil { ... }
@@ -28,6 +29,41 @@
 // QueueSelectorFunc chooses any other way. Retriable failures are tried again on another
 // broker (WithRetries), and the route is looked up again.
 //
+// # Consuming
+//
+// A PushConsumer is a member of a consumer group in clustering mode: the members split
+// the topic's queues between them (RocketMQ's average allocation over the sorted queues
+// and client ids, so Ferry's and the official clients can share a group), recomputed
+// every 20 s and at once when a broker reports that members came or went
+// (NOTIFY_CONSUMER_IDS_CHANGED). Each owned queue is pulled with long polling; the
+// handler (a ConsumeFunc) gets batches of one message by default (WithConsumeBatch) on
+// a pool of 20 goroutines (WithConsumeGoroutines), with a context that ends when the
+// consumer closes:
+//
+//	pc, err := c.NewPushConsumer("my-group", "my-topic", "TagA || TagB",
+//		func(ctx context.Context, msgs []*client.MessageExt) client.ConsumeResult {
+//			// ...
+//			return client.ConsumeSuccess
+//		}, client.WithConsumeFrom(client.ConsumeFromFirstOffset))
+//	if err != nil { ... }
+//	if err := pc.Start(ctx); err != nil { ... }
+//	defer pc.Close()
+//
+// A queue stops pulling while it holds 1000 unconsumed messages or 100 MiB
+// (WithQueueCacheLimits). Offsets are committed to the brokers every 5 s, when a queue
+// moves to another member, and on Close; the committed offset is the lowest message not
+// yet consumed, so handlers finishing out of order never skip one, and a queue's next
+// owner may see again only what was in flight. A queue the group has no offset for
+// starts where WithConsumeFrom says (default: its end).
+//
+// ConsumeRetryLater (or a panic) hands the messages back to the broker
+// (CONSUMER_SEND_MSG_BACK); they come back through the group's retry topic
+// %RETRY%<group>, which the consumer subscribes too, after the broker's delay for level
+// 3 + reconsume times, and after WithMaxReconsumeTimes failures (default 16) the broker
+// moves them to %DLQ%<group>. If the hand-back fails, the consumer retries them itself
+// 5 s later. Close stops pulling, waits for the handlers in flight, commits and leaves
+// the group, so the other members take the queues over at once.
+//
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrClosed, ErrNoRoute, ErrBroker,
@@ -35,5 +71,6 @@
 // response code and remark. Messages that break the broker's limits (topic name, body
 // size, properties) are refused before anything is sent.
 //
-// The consumers and the admin API are not in this package yet.
+// Not in this package yet: the transactional producer, broadcasting and orderly
+// consumption, the pull and lite-pull consumers, and the admin API.
 package client

@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/message"
@@ -66,4 +68,48 @@ func ExampleHashSelector() {
 			return
 		}
 	}
+}
+
+// A push consumer in clustering mode: the members of "example-consumers" share the
+// topic's queues. (Not run: it needs a name server and a broker on 127.0.0.1:9876.)
+func ExamplePushConsumer() {
+	c, err := client.New(client.WithNameServers("127.0.0.1:9876"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = c.Close() }()
+	pc, err := c.NewPushConsumer("example-consumers", "example-topic", "greeting || farewell",
+		func(ctx context.Context, msgs []*client.MessageExt) client.ConsumeResult {
+			for _, m := range msgs {
+				if err := process(ctx, m); err != nil {
+					return client.ConsumeRetryLater // delivered again later, then dead-lettered
+				}
+			}
+			return client.ConsumeSuccess
+		},
+		client.WithConsumeFrom(client.ConsumeFromFirstOffset),
+		client.WithMaxReconsumeTimes(3))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := pc.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-ctx.Done() // consume until interrupted
+
+	// Close commits the consumed offsets and leaves the group.
+	if err := pc.Close(); err != nil {
+		fmt.Println(err)
+	}
+}
+
+// process stands for the application's work.
+func process(_ context.Context, m *client.MessageExt) error {
+	fmt.Println(m.MsgID, m.Tags(), m.Keys(), string(m.Body))
+	return nil
 }

@@ -1,0 +1,129 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// Consumer offsets (clustering: stored by the brokers). A newly owned queue starts at the
+// group's committed offset (QUERY_CONSUMER_OFFSET); a queue the group has never committed
+// starts where ConsumeFrom says. Each queue's offset — the lowest pulled message not yet
+// consumed — is committed (UPDATE_CONSUMER_OFFSET) every commit interval when it moved,
+// when the queue is dropped, and on Close.
+
+// startOffset finds where q starts pulling.
+func (pc *PushConsumer) startOffset(q *processQueue) (int64, error) {
+	ctx, cancel := context.WithTimeout(q.ctx, pc.c.opts.RequestTimeout)
+	defer cancel()
+	// setZeroIfNotFound=false: a group without an offset starts where ConsumeFrom says,
+	// not at 0 because the queue was never truncated (a RocketMQ 5 broker's default).
+	no := false
+	resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.QueryConsumerOffset,
+		&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: pc.group, Topic: q.mq.Topic,
+			QueueID: q.mq.QueueID, SetZeroIfNotFound: &no, BrokerName: q.mq.BrokerName}))
+	var be *BrokerError
+	switch {
+	case err == nil:
+		off, err := offsetOf(resp)
+		if err != nil || off >= 0 {
+			return off, err
+		}
+		// A negative offset means none is stored.
+	case errors.As(err, &be) && be.Code == protocol.QueryNotFound:
+	default:
+		return 0, err
+	}
+	switch {
+	case pc.opts.from == ConsumeFromFirstOffset:
+		return 0, nil // below the minimum: the broker answers OFFSET_MOVED to it
+	case pc.opts.from == ConsumeFromLastOffset && q.sub.retry:
+		return 0, nil // retried messages are never skipped
+	case pc.opts.from == ConsumeFromLastOffset:
+		return pc.queueOffset(ctx, q, protocol.NewRequest(protocol.GetMaxOffset,
+			&protocol.GetMaxOffsetRequestHeader{Topic: q.mq.Topic, QueueID: q.mq.QueueID, BrokerName: q.mq.BrokerName}))
+	default:
+		return pc.queueOffset(ctx, q, protocol.NewRequest(protocol.SearchOffsetByTimestamp,
+			&protocol.SearchOffsetRequestHeader{Topic: q.mq.Topic, QueueID: q.mq.QueueID,
+				Timestamp: pc.opts.fromTime.UnixMilli(), BrokerName: q.mq.BrokerName}))
+	}
+}
+
+// queueOffset sends an offset request about q and returns the offset answered.
+func (pc *PushConsumer) queueOffset(ctx context.Context, q *processQueue, req *remoting.Command) (int64, error) {
+	resp, err := pc.c.invoke(ctx, q.addr(), req)
+	if err != nil {
+		return 0, err
+	}
+	return offsetOf(resp)
+}
+
+// offsetOf decodes the offset of an offset response.
+func offsetOf(resp *remoting.Command) (int64, error) {
+	var h protocol.OffsetResponseHeader
+	if err := h.DecodeExt(resp.ExtFields); err != nil {
+		return 0, fmt.Errorf("client: offset response: %w", err)
+	}
+	return h.Offset, nil
+}
+
+// commit sends q's offset to its broker if it moved since the last commit.
+func (pc *PushConsumer) commit(ctx context.Context, q *processQueue) error {
+	q.commitMu.Lock()
+	defer q.commitMu.Unlock()
+	off, ok := q.commitOffset()
+	if !ok || off == q.committed {
+		return nil
+	}
+	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
+		ConsumerGroup: pc.group, Topic: q.mq.Topic, QueueID: q.mq.QueueID, CommitOffset: off,
+		BrokerName: q.mq.BrokerName})
+	if _, err := pc.c.invoke(ctx, q.addr(), req); err != nil {
+		return fmt.Errorf("client: commit offset %d of %s for %s: %w", off, q.mq, pc.group, err)
+	}
+	q.committed = off
+	return nil
+}
+
+// commitLoop commits every owned queue's offset every commit interval until Close.
+func (pc *PushConsumer) commitLoop() {
+	t := time.NewTicker(pc.opts.commit)
+	defer t.Stop()
+	for {
+		select {
+		case <-pc.ctx.Done():
+			return
+		case <-t.C:
+		}
+		pc.mu.Lock()
+		queues := make([]*processQueue, 0, len(pc.mu.queues))
+		for _, q := range pc.mu.queues {
+			queues = append(queues, q)
+		}
+		pc.mu.Unlock()
+		for _, q := range queues {
+			// Not cancelled by Close: a commit in flight completes before the final one.
+			ctx, cancel := context.WithTimeout(context.Background(), pc.c.opts.RequestTimeout)
+			if err := pc.commit(ctx, q); err != nil {
+				pc.log.Warn().Err(err).Msg("periodic offset commit failed")
+			}
+			cancel()
+		}
+	}
+}
+
+// finishDrop waits until a dropped queue's pull loop and handlers are done, then commits
+// its offset, so the queue's next owner starts after what this one consumed.
+func (pc *PushConsumer) finishDrop(q *processQueue) {
+	q.pulling.Wait()
+	<-q.idle
+	ctx, cancel := context.WithTimeout(context.Background(), pc.c.opts.RequestTimeout)
+	defer cancel()
+	if err := pc.commit(ctx, q); err != nil {
+		pc.log.Warn().Err(err).Msg("offset commit of a dropped queue failed")
+	}
+}

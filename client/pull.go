@@ -1,0 +1,360 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// Pulling. Each owned queue has a processQueue and a pull loop: it finds the start offset
+// (offsets.go), then pulls with long polling — the broker holds a request that finds
+// nothing until a message arrives or the suspend timeout passes — and hands what it gets
+// to the workers. Pulled messages stay in the queue's window until they are consumed (or
+// sent back); the queue stops pulling while the window holds too many messages or bytes
+// (flow control), and the offset to commit is the lowest one still in the window, so
+// messages completing out of order never let the committed offset pass an unconsumed
+// one.
+
+// pullBackoff is how long a queue waits after a failed pull or offset lookup.
+const pullBackoff = time.Second
+
+// pendingMsg is one pulled message in a queue's window.
+type pendingMsg struct {
+	offset int64
+	size   int
+	done   bool
+}
+
+// processQueue is one owned queue: its pull loop's state and its window of pulled
+// messages.
+type processQueue struct {
+	pc      *PushConsumer
+	mq      MessageQueue
+	sub     *subscription
+	brokerA atomic.Pointer[string] // master address; the rebalance updates it
+
+	ctx     context.Context // cancelled when the queue is dropped or the consumer closes
+	cancel  context.CancelFunc
+	pulling sync.WaitGroup // the pull loop
+	wake    chan struct{}  // a message was consumed; capacity 1
+	idle    chan struct{}  // closed once dropped with no handler call or local retry left
+
+	commitMu  sync.Mutex // serializes the queue's commits
+	committed int64      // last committed offset (-1: none); guarded by commitMu
+
+	mu struct {
+		sync.Mutex
+		dropped bool         // no new handler call starts
+		active  int          // handler calls running and local retries waiting
+		started bool         // next is known
+		next    int64        // where the next pull starts
+		window  []pendingMsg // pulled messages by offset; the head is never done
+		count   int          // messages in window not done
+		bytes   int          // their body bytes
+	}
+}
+
+// newProcessQueue returns the state of a newly owned queue.
+func (pc *PushConsumer) newProcessQueue(sub *subscription, rq readQueue) *processQueue {
+	q := &processQueue{pc: pc, mq: rq.mq, sub: sub, wake: make(chan struct{}, 1), idle: make(chan struct{}),
+		committed: -1}
+	q.setAddr(rq.addr)
+	q.ctx, q.cancel = context.WithCancel(pc.ctx)
+	return q
+}
+
+// addr is the address of the queue's broker (master).
+func (q *processQueue) addr() string { return *q.brokerA.Load() }
+
+// setAddr records a new address of the queue's broker, from a fresh route.
+func (q *processQueue) setAddr(a string) { q.brokerA.Store(&a) }
+
+// drop stops the queue: no more pulls, no new handler calls. Calls running go on; idle
+// is closed when they are over.
+func (q *processQueue) drop() {
+	q.mu.Lock()
+	q.mu.dropped = true
+	if q.mu.active == 0 {
+		close(q.idle)
+	}
+	q.mu.Unlock()
+	q.cancel()
+}
+
+// enter counts a handler call or a local retry, unless the queue was dropped.
+func (q *processQueue) enter() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.dropped {
+		return false
+	}
+	q.mu.active++
+	return true
+}
+
+// leave ends what enter counted.
+func (q *processQueue) leave() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.active--; q.mu.active == 0 && q.mu.dropped {
+		close(q.idle)
+	}
+}
+
+// commitOffset is the offset to commit: the lowest pulled message not yet consumed, or
+// where the next pull starts. ok is false before the start offset is known.
+func (q *processQueue) commitOffset() (offset int64, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.mu.started {
+		return 0, false
+	}
+	if len(q.mu.window) > 0 {
+		return q.mu.window[0].offset, true
+	}
+	return q.mu.next, true
+}
+
+// start sets the offset the queue starts pulling from.
+func (q *processQueue) start(offset int64) {
+	q.mu.Lock()
+	q.mu.started, q.mu.next = true, offset
+	q.mu.Unlock()
+}
+
+// nextOffset is where the next pull starts.
+func (q *processQueue) nextOffset() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.next
+}
+
+// advance records a pull's outcome: msgs enter the window and the next pull starts at
+// next. Every offset below next that is not in the window is consumed (or was filtered).
+func (q *processQueue) advance(msgs []*MessageExt, next int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range msgs {
+		if n := len(q.mu.window); n > 0 && q.mu.window[n-1].offset >= m.QueueOffset {
+			continue // never out of order; a broker repeating itself is ignored
+		}
+		q.mu.window = append(q.mu.window, pendingMsg{offset: m.QueueOffset, size: len(m.Body)})
+		q.mu.count++
+		q.mu.bytes += len(m.Body)
+	}
+	q.mu.next = next
+}
+
+// markDone removes consumed messages from the window and wakes a pull loop waiting for
+// room.
+func (q *processQueue) markDone(msgs []*MessageExt) {
+	if len(msgs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	w := q.mu.window
+	for _, m := range msgs {
+		i := sort.Search(len(w), func(i int) bool { return w[i].offset >= m.QueueOffset })
+		if i < len(w) && w[i].offset == m.QueueOffset && !w[i].done {
+			w[i].done = true
+			q.mu.count--
+			q.mu.bytes -= w[i].size
+		}
+	}
+	head := 0
+	for head < len(w) && w[head].done {
+		head++
+	}
+	if head == len(w) {
+		q.mu.window = w[:0]
+	} else {
+		q.mu.window = w[head:]
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// full reports whether the queue must stop pulling: too many messages or bytes cached,
+// or the window spans too many offsets (one slow message holds the commit back).
+func (q *processQueue) full() bool {
+	o := &q.pc.opts
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.count >= o.cacheMessages || q.mu.bytes >= o.cacheBytes ||
+		len(q.mu.window) >= max(2000, 2*o.cacheMessages)
+}
+
+// pullLoop is the queue's goroutine: find the start offset, then pull and dispatch until
+// the queue is dropped or the consumer closes.
+func (q *processQueue) pullLoop() {
+	defer q.pulling.Done()
+	pc := q.pc
+	for {
+		off, err := pc.startOffset(q)
+		if err == nil {
+			q.start(off)
+			break
+		}
+		pc.log.Warn().Err(err).Str("queue", q.mq.String()).Msg("no start offset yet")
+		if !q.pause(pullBackoff) {
+			return
+		}
+	}
+	for {
+		for q.full() {
+			select {
+			case <-q.ctx.Done():
+				return
+			case <-q.wake:
+			}
+		}
+		if q.ctx.Err() != nil {
+			return
+		}
+		msgs, err := q.pullOnce()
+		if err != nil {
+			if q.ctx.Err() != nil {
+				return
+			}
+			pc.log.Warn().Err(err).Str("queue", q.mq.String()).Msg("pull failed")
+			if !q.pause(pullBackoff) {
+				return
+			}
+			continue
+		}
+		if len(msgs) > 0 && !pc.dispatch(q, msgs) {
+			return
+		}
+	}
+}
+
+// pause waits d unless the queue stops first; it reports whether to go on.
+func (q *processQueue) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-q.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// pullOnce sends one long-polling pull and records its outcome; it returns the messages
+// to hand to the handler.
+func (q *processQueue) pullOnce() ([]*MessageExt, error) {
+	pc := q.pc
+	from := q.nextOffset()
+	// The subscription travels with each pull, so the broker filters for this member
+	// whatever the group's heartbeat table holds; offsets are committed separately.
+	h := protocol.PullMessageRequestHeader{
+		ConsumerGroup:        pc.group,
+		Topic:                q.mq.Topic,
+		QueueID:              q.mq.QueueID,
+		QueueOffset:          from,
+		MaxMsgNums:           int32(pc.opts.pullBatch),
+		SysFlag:              protocol.PullFlagSuspend | protocol.PullFlagSubscription,
+		SuspendTimeoutMillis: pc.opts.suspend.Milliseconds(),
+		Subscription:         q.sub.expr,
+		SubVersion:           q.sub.version,
+		ExpressionType:       protocol.ExpressionTag,
+		BrokerName:           q.mq.BrokerName,
+	}
+	// The broker answers a held pull by the suspend timeout; allow for a slow answer.
+	ctx, cancel := context.WithTimeout(q.ctx, pc.opts.suspend+15*time.Second)
+	defer cancel()
+	resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.PullMessage, &h))
+	code := protocol.Success
+	var be *BrokerError
+	if errors.As(err, &be) {
+		code = be.Code
+	}
+	switch code {
+	case protocol.Success:
+		if err != nil {
+			return nil, err
+		}
+	case protocol.PullNotFound, protocol.PullRetryImmediately, protocol.PullOffsetMoved:
+	default:
+		return nil, err
+	}
+	var rh protocol.PullMessageResponseHeader
+	if err := rh.DecodeExt(resp.ExtFields); err != nil {
+		return nil, fmt.Errorf("client: pull response from %s: %w", q.addr(), err)
+	}
+	if code != protocol.Success {
+		if code == protocol.PullOffsetMoved {
+			pc.log.Warn().Str("queue", q.mq.String()).Int64("from", from).Int64("to", rh.NextBeginOffset).
+				Msg("offset moved")
+		}
+		q.advance(nil, rh.NextBeginOffset)
+		return nil, nil
+	}
+	msgs, err := q.decode(resp)
+	if err != nil {
+		return nil, err
+	}
+	q.advance(msgs, rh.NextBeginOffset)
+	return msgs, nil
+}
+
+// decode turns a pull body into messages, keeping those the subscription wants.
+func (q *processQueue) decode(resp *remoting.Command) ([]*MessageExt, error) {
+	var out []*MessageExt
+	retryTopic := protocol.RetryTopic(q.pc.group)
+	for b := resp.Body; len(b) > 0; {
+		var rec message.Record
+		n, err := rec.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("client: pull body from %s: %w", q.addr(), err)
+		}
+		b = b[n:]
+		if !message.IsConsumable(rec.SysFlag) {
+			continue // a half or rolled-back transactional message
+		}
+		m := q.messageOf(&rec, retryTopic)
+		if !q.sub.matches(m.Tags()) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// messageOf builds the MessageExt of a pulled record (the body aliases the response).
+func (q *processQueue) messageOf(rec *message.Record, retryTopic string) *MessageExt {
+	m := &MessageExt{
+		Message: message.Message{Topic: string(rec.Topic), Flag: rec.Flag, Body: rec.Body,
+			Properties: message.ParseProperties(rec.Properties)},
+		OffsetMsgID: rec.OffsetMsgID(), Queue: q.mq, QueueOffset: rec.QueueOffset,
+		CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
+		BornTime: time.UnixMilli(rec.BornTimestamp), StoreTime: time.UnixMilli(rec.StoreTimestamp),
+		BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
+	}
+	m.MsgID = m.UniqKey()
+	if m.MsgID == "" {
+		m.MsgID = m.OffsetMsgID
+	}
+	if orig := m.Property(message.PropertyRetryTopic); orig != "" && m.Topic == retryTopic {
+		m.Topic = orig
+	}
+	if message.IsZlibCompressed(rec.SysFlag) {
+		if body, err := message.Decompress(rec.Body, 0); err == nil {
+			m.Body = body
+		} else {
+			q.pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; delivering it as stored")
+		}
+	}
+	return m
+}

@@ -1,0 +1,349 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
+)
+
+// Rebalance (clustering). For each subscribed topic — the user's and %RETRY%<group> —
+// the consumer reads the topic's readable queues from the name servers and the group's
+// members from a broker of the topic (GET_CONSUMER_LIST_BY_GROUP), sorts both, and takes
+// its share by average allocation, as every RocketMQ client does by default, so members
+// of mixed clients agree. Queues it no longer owns are dropped: their pulls stop, their
+// running handlers finish and their offsets are committed; new queues start at the
+// group's committed offsets. It runs at Start, every rebalance interval, at once when a
+// broker sends NOTIFY_CONSUMER_IDS_CHANGED, and after a second (then backing off) while a
+// route or the member list is missing.
+
+// readQueue is one readable queue of a topic and its broker's master address.
+type readQueue struct {
+	mq   MessageQueue
+	addr string
+}
+
+// String formats mq as topic@broker#id.
+func (mq MessageQueue) String() string {
+	return fmt.Sprintf("%s@%s#%d", mq.Topic, mq.BrokerName, mq.QueueID)
+}
+
+// compareQueues orders queues by topic, broker name and queue id, as clients sort them
+// before allocating.
+func compareQueues(a, b MessageQueue) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.BrokerName, b.BrokerName),
+		cmp.Compare(a.QueueID, b.QueueID))
+}
+
+// readQueues lists a topic's readable queues on brokers with a master, sorted. Unlike a
+// producer's route it is never built from TBW102: a topic that does not exist has none.
+func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, error) {
+	data, err := c.fetchRoute(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrNoRoute, topic, err)
+	}
+	masters := make(map[string]string, len(data.BrokerDatas))
+	for _, b := range data.BrokerDatas {
+		if addr := b.MasterAddr(); addr != "" {
+			masters[b.BrokerName] = addr
+		}
+	}
+	var out []readQueue
+	for _, qd := range data.QueueDatas {
+		addr, ok := masters[qd.BrokerName]
+		if !ok || !protocol.PermReadable(qd.Perm) {
+			continue
+		}
+		for id := range qd.ReadQueueNums {
+			out = append(out, readQueue{mq: MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: id}, addr: addr})
+		}
+	}
+	slices.SortFunc(out, func(a, b readQueue) int { return compareQueues(a.mq, b.mq) })
+	return out, nil
+}
+
+// allocateAverage is RocketMQ's AllocateMessageQueueAveragely: queues (sorted) are cut
+// into len(members) contiguous ranges, the first len(queues) % len(members) one longer,
+// and self (an element of the sorted members) gets the range at its index.
+func allocateAverage[Q any](queues []Q, members []string, self string) []Q {
+	i := slices.Index(members, self)
+	if i < 0 || len(queues) == 0 {
+		return nil
+	}
+	n, k := len(queues), len(members)
+	mod := n % k
+	size := n / k
+	if n <= k {
+		size = 1
+	} else if i < mod {
+		size++
+	}
+	start := i*size + mod
+	if i < mod {
+		start = i * size
+	}
+	if start >= n {
+		return nil
+	}
+	return queues[start:min(start+size, n)]
+}
+
+// consumerIDs asks a broker for the group's members, sorted. A broker that knows none
+// answers an error code with an empty list.
+func (pc *PushConsumer) consumerIDs(ctx context.Context, addr string) ([]string, error) {
+	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.GetConsumerListByGroup,
+		&protocol.ConsumerListRequestHeader{ConsumerGroup: pc.group}))
+	var be *BrokerError
+	if err != nil && !errors.As(err, &be) {
+		return nil, err
+	}
+	if resp == nil || len(resp.Body) == 0 {
+		return nil, nil
+	}
+	ids, derr := protocol.DecodeConsumerIDList(resp.Body)
+	if derr != nil {
+		return nil, errors.Join(err, fmt.Errorf("client: consumer list from %s: %w", addr, derr))
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// rebalance recomputes the consumer's queues. complete is false when a route or a
+// member list was missing (the loop then tries again soon); err is set only when no name
+// server answered at all.
+func (pc *PushConsumer) rebalance(ctx context.Context) (complete bool, err error) {
+	pc.rebalanceMu.Lock()
+	defer pc.rebalanceMu.Unlock()
+	complete = true
+	routes := make([][]readQueue, len(pc.subs))
+	var addrs []string
+	var be *BrokerError
+	for i, s := range pc.subs {
+		qs, rerr := pc.c.readQueues(ctx, s.topic)
+		if rerr != nil {
+			complete = false
+			if !errors.As(rerr, &be) {
+				err = rerr // no name server answered
+			}
+			pc.log.Debug().Err(rerr).Str("topic", s.topic).Msg("no route yet")
+			continue
+		}
+		routes[i] = qs
+		for _, q := range qs {
+			if !slices.Contains(addrs, q.addr) {
+				addrs = append(addrs, q.addr)
+			}
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	pc.publishBrokers(ctx, addrs)
+	for i, s := range pc.subs {
+		if routes[i] == nil {
+			continue // keep what the consumer has
+		}
+		mine, member, aerr := pc.allocate(ctx, routes[i])
+		if aerr != nil {
+			pc.log.Warn().Err(aerr).Str("topic", s.topic).Msg("consumer list failed; keeping the queues")
+			complete = false
+			continue
+		}
+		if !member {
+			// Not a member (yet, or any more): own nothing, so no queue is consumed twice.
+			pc.log.Warn().Str("topic", s.topic).Msg("not in the group's member list; dropping the queues")
+			complete = false
+		}
+		pc.assign(s, mine)
+	}
+	return complete, nil
+}
+
+// publishBrokers records the brokers of the subscribed topics (the client heartbeats to
+// them) and registers the consumer with the new ones at once.
+func (pc *PushConsumer) publishBrokers(ctx context.Context, addrs []string) {
+	old := *pc.brokers.Load()
+	all := slices.Clone(old)
+	for _, a := range addrs {
+		if !slices.Contains(all, a) {
+			all = append(all, a)
+		}
+	}
+	slices.Sort(all)
+	pc.brokers.Store(&all)
+	for _, a := range all {
+		if !slices.Contains(old, a) {
+			if err := pc.c.heartbeat(ctx, a); err != nil {
+				pc.log.Warn().Err(err).Str("broker", a).Msg("first consumer heartbeat failed")
+			}
+		}
+	}
+}
+
+// allocate returns the consumer's share of a topic's queues. member is false when the
+// broker does not list the consumer in the group even after a heartbeat; err is set when
+// the member list could not be read.
+func (pc *PushConsumer) allocate(ctx context.Context, qs []readQueue) (mine []readQueue, member bool, err error) {
+	if len(qs) == 0 {
+		return nil, true, nil
+	}
+	addr := qs[0].addr
+	self := pc.c.clientID
+	ids, err := pc.consumerIDs(ctx, addr)
+	if err == nil && !slices.Contains(ids, self) {
+		// The broker has not registered us (yet, or any more): tell it and ask again.
+		if herr := pc.c.heartbeat(ctx, addr); herr == nil {
+			ids, err = pc.consumerIDs(ctx, addr)
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !slices.Contains(ids, self) {
+		return nil, false, nil
+	}
+	return allocateAverage(qs, ids, self), true, nil
+}
+
+// assign makes mine the consumer's queues of sub's topic: it drops the others and starts
+// the new ones.
+func (pc *PushConsumer) assign(sub *subscription, mine []readQueue) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.mu.state != consumerStarted {
+		return
+	}
+	keep := make(map[MessageQueue]readQueue, len(mine))
+	for _, rq := range mine {
+		keep[rq.mq] = rq
+	}
+	for mq, q := range pc.mu.queues {
+		if mq.Topic != sub.topic {
+			continue
+		}
+		if rq, ok := keep[mq]; ok {
+			q.setAddr(rq.addr)
+			continue
+		}
+		delete(pc.mu.queues, mq)
+		q.drop()
+		pc.wg.Go(func() { pc.finishDrop(q) })
+		pc.log.Info().Str("queue", mq.String()).Msg("queue dropped")
+	}
+	for _, rq := range mine {
+		if _, ok := pc.mu.queues[rq.mq]; ok {
+			continue
+		}
+		q := pc.newProcessQueue(sub, rq)
+		pc.mu.queues[rq.mq] = q
+		q.pulling.Add(1)
+		pc.wg.Go(q.pullLoop)
+		pc.log.Info().Str("queue", rq.mq.String()).Msg("queue assigned")
+	}
+}
+
+// rebalanceLoop rebalances every rebalance interval and when asked to, sooner while the
+// last rebalance was incomplete, until Close.
+func (pc *PushConsumer) rebalanceLoop(complete bool) {
+	retry := pullBackoff
+	next := func(complete bool) time.Duration {
+		if complete {
+			retry = pullBackoff
+			return pc.opts.rebalance
+		}
+		d := retry
+		retry = min(2*retry, pc.opts.rebalance)
+		return min(d, pc.opts.rebalance)
+	}
+	t := time.NewTimer(next(complete))
+	defer t.Stop()
+	for {
+		select {
+		case <-pc.ctx.Done():
+			return
+		case <-pc.kick:
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(pc.ctx, 2*pc.c.opts.RequestTimeout)
+		ok, err := pc.rebalance(ctx)
+		cancel()
+		if err != nil && pc.ctx.Err() == nil {
+			pc.log.Warn().Err(err).Msg("rebalance failed")
+		}
+		t.Reset(next(ok))
+	}
+}
+
+// addConsumer registers pc for heartbeats and notifications; a group has at most one
+// consumer per client.
+func (c *Client) addConsumer(pc *PushConsumer) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.groups.Lock()
+	defer c.groups.Unlock()
+	if _, dup := c.groups.consumers[pc.group]; dup {
+		return fmt.Errorf("%w: this client already has a consumer of group %s", ErrInvalidOptions, pc.group)
+	}
+	c.groups.consumers[pc.group] = pc
+	return nil
+}
+
+// removeConsumer undoes addConsumer.
+func (c *Client) removeConsumer(pc *PushConsumer) {
+	c.groups.Lock()
+	if c.groups.consumers[pc.group] == pc {
+		delete(c.groups.consumers, pc.group)
+	}
+	c.groups.Unlock()
+}
+
+// closeConsumers closes the consumers still registered (Client.Close).
+func (c *Client) closeConsumers() error {
+	c.groups.Lock()
+	pcs := make([]*PushConsumer, 0, len(c.groups.consumers))
+	for _, pc := range c.groups.consumers {
+		pcs = append(pcs, pc)
+	}
+	c.groups.Unlock()
+	var errs []error
+	for _, pc := range pcs {
+		errs = append(errs, pc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// consumerBrokersLocked appends to out the brokers of the registered consumers' topics
+// that it lacks; the caller holds c.groups.
+func (c *Client) consumerBrokersLocked(out []string) []string {
+	for _, pc := range c.groups.consumers {
+		for _, a := range *pc.brokers.Load() {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// onConsumerIDsChanged serves NOTIFY_CONSUMER_IDS_CHANGED (oneway, broker → client): the
+// group's consumer rebalances at once.
+func (c *Client) onConsumerIDsChanged(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.NotifyConsumerIDsChangedRequestHeader
+	if err := h.DecodeExt(req.ExtFields); err != nil {
+		return nil, nil //nolint:nilerr // oneway: nothing to answer
+	}
+	c.groups.Lock()
+	pc := c.groups.consumers[h.ConsumerGroup]
+	c.groups.Unlock()
+	if pc != nil {
+		pc.requestRebalance()
+	}
+	return nil, nil
+}
