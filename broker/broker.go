@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +70,8 @@ type Broker struct {
 	offsetH *offsetHandler
 	query   *queryHandler
 	admin   *adminHandler
+	stats   *statsHandler
+	rates   *brokerRates
 	client  *clientHandler
 	lock    *lockHandler
 
@@ -202,8 +206,9 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	o := &b.opts
 	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
 	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
+	b.rates = newBrokerRates(o.Clock, b.damageInfo)
 	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0}
+		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, rates: b.rates}
 	pl := b.pull
 	b.polls.answer = func(p *pullRequest) *remoting.Command { return pl.pull(p, false) }
 	targets.polls, targets.sched = b.polls, b.sched
@@ -214,6 +219,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
+		rates: b.rates,
 	}
 	b.txh = &txHandler{tx: b.tx}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
@@ -223,6 +229,73 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.client = &clientHandler{clients: b.clients, groups: b.groups, topics: b.topics, conns: b.conns,
 		notify: notify, clock: o.Clock, log: b.log}
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
+	b.stats = &statsHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		clients: b.clients, rates: b.rates, config: brokerConfigProperties(o), booted: o.Clock(), clock: o.Clock,
+		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
+}
+
+// damageInfo reports the store's damage counters as runtime-info keys.
+func (b *Broker) damageInfo() map[string]string {
+	d := b.store.Damage()
+	return map[string]string{
+		"ferryQuarantinedRanges": strconv.FormatInt(d.QuarantinedRanges, 10),
+		"ferryBadReads":          strconv.FormatInt(d.BadReads, 10),
+		"ferryScrubs":            strconv.FormatInt(d.Scrubs, 10),
+		"ferryScrubFindings":     strconv.FormatInt(d.ScrubFindings, 10),
+	}
+}
+
+// brokerConfigProperties lists the broker's settings under RocketMQ's property names, for
+// GET_BROKER_CONFIG.
+func brokerConfigProperties(o *Options) map[string]string {
+	so := &o.Store
+	flush := "ASYNC_FLUSH"
+	if so.FlushMode == store.FlushSync {
+		flush = "SYNC_FLUSH"
+	}
+	role := "ASYNC_MASTER"
+	if o.BrokerID != 0 {
+		role = "SLAVE"
+	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	ms := func(d time.Duration) string { return itoa(d.Milliseconds()) }
+	levels := make([]string, len(o.DelayLevels))
+	for i, d := range o.DelayLevels {
+		levels[i] = d.String()
+	}
+	return map[string]string{
+		"brokerName":                  o.BrokerName,
+		"brokerClusterName":           o.ClusterName,
+		"brokerId":                    itoa(o.BrokerID),
+		"brokerAddr":                  o.AdvertisedAddr,
+		"haServerAddr":                o.HAAddr,
+		"namesrvAddr":                 strings.Join(o.NamesrvAddrs, ";"),
+		"registerBrokerTimeoutMills":  ms(o.RegisterInterval),
+		"brokerRole":                  role,
+		"flushDiskType":               flush,
+		"storePathRootDir":            so.Dir,
+		"mappedFileSizeCommitLog":     itoa(so.SegmentSize),
+		"mappedFileSizeConsumeQueue":  itoa(int64(so.UnitsPerFile) * 20),
+		"flushIntervalCommitLog":      ms(so.FlushInterval),
+		"flushCommitLogLeastPages":    itoa(int64(so.FlushLeastPages)),
+		"syncFlushTimeout":            ms(so.SyncFlushTimeout),
+		"maxMessageSize":              itoa(int64(so.MaxMessageSize)),
+		"fileReservedTime":            itoa(int64(so.FileReservedTime.Hours())),
+		"diskMaxUsedSpaceRatio":       itoa(int64(so.DiskMaxUsedRatio * 100)),
+		"diskSpaceCleanForciblyRatio": itoa(int64(so.DiskForceCleanRatio * 100)),
+		"diskSpaceWarningLevelRatio":  itoa(int64(so.DiskFullRatio * 100)),
+		"autoCreateTopicEnable":       strconv.FormatBool(o.AutoCreateTopic),
+		"defaultTopicQueueNums":       itoa(int64(o.DefaultTopicQueueNums)),
+		"maxReconsumeTimes":           itoa(int64(o.MaxReconsumeTimes)),
+		"longPollingEnable":           strconv.FormatBool(o.LongPollingEnable),
+		"shortPollingTimeMills":       ms(o.ShortPollingTimeout),
+		"messageDelayLevel":           strings.Join(levels, " "),
+		"transactionTimeOut":          ms(o.TransactionTimeout),
+		"transactionCheckInterval":    ms(o.TransactionCheckInterval),
+		"transactionCheckMax":         itoa(int64(o.TransactionCheckMax)),
+		"sendMessageThreadPoolNums":   itoa(int64(o.Workers.Send)),
+		"pullMessageThreadPoolNums":   itoa(int64(o.Workers.Pull)),
+	}
 }
 
 // Start serves requests on ln and starts the background services: the store, the long-poll

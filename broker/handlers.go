@@ -35,6 +35,15 @@ func (b *Broker) registerHandlers() error {
 		{protocol.LockBatchMQ, remoting.DefaultPool, b.lock.handleLockBatch},
 		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.lock.handleUnlockBatch},
 		{protocol.EndTransaction, poolTx, b.txh.handleEndTransaction},
+		{protocol.GetTopicStatsInfo, poolAdmin, b.stats.handleTopicStats},
+		{protocol.GetConsumeStats, poolAdmin, b.stats.handleConsumeStats},
+		{protocol.GetConsumerConnectionList, poolAdmin, b.stats.handleConsumerConnections},
+		{protocol.GetProducerConnectionList, poolAdmin, b.stats.handleProducerConnections},
+		{protocol.UpdateAndCreateSubscriptionGroup, poolAdmin, b.stats.handleUpdateSubscriptionGroup},
+		{protocol.DeleteSubscriptionGroup, poolAdmin, b.stats.handleDeleteSubscriptionGroup},
+		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho},
+		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig},
+		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo},
 	}
 	for _, r := range routes {
 		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {

@@ -35,6 +35,7 @@ type puller struct {
 	polls   *longPoll
 	// master: only a master stores the offsets piggy-backed on pulls.
 	master bool
+	rates  *brokerRates // counts served messages; nil in some unit tests
 }
 
 // pullRequest is a decoded pull with its filter, kept while the request is held.
@@ -115,6 +116,9 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}
 	rh.EncodeExt(&resp.ExtFields)
 	if code == protocol.Success {
+		if pl.rates != nil {
+			pl.rates.gets.add(int64(len(r.Messages)))
+		}
 		resp.BodyVec = r.Messages
 		resp.OnWritten = func(error) { r.Release() }
 	} else {

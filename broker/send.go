@@ -74,7 +74,8 @@ type sender struct {
 	cluster    string
 	autoCreate bool
 	log        zerolog.Logger
-	scratch    sync.Pool // of *sendScratch
+	scratch    sync.Pool    // of *sendScratch
+	rates      *brokerRates // counts stored messages; nil in some unit tests
 }
 
 // sendScratch is the per-request working memory of a send, pooled so that a plain send
@@ -168,6 +169,9 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	res, err := s.store.PutMessages(recs, sp.WaitStore())
 	if err != nil && res.Count == 0 {
 		return nil, storeError(err)
+	}
+	if s.rates != nil {
+		s.rates.puts.add(int64(res.Count))
 	}
 	resp := respond(req, sendCode(res), "")
 	rh := protocol.SendMessageResponseHeader{

@@ -253,6 +253,14 @@ func (c *Client) heartbeat(ctx context.Context, addr string) error {
 	if resp.Ext(FerryServerKey) != "" {
 		if _, known := c.ferry.LoadOrStore(addr, struct{}{}); !known {
 			c.log.Debug().Str("broker", addr).Msg("Ferry broker: switching to msgpack headers")
+			// Register on the msgpack connection and drop the JSON one, so the broker
+			// lists one connection of this client, the one it can call back on.
+			if err := c.heartbeat(ctx, addr); err != nil {
+				return err
+			}
+			if err := c.json.CloseAddr(addr); err != nil {
+				c.log.Debug().Err(err).Str("broker", addr).Msg("closing the JSON connection")
+			}
 		}
 	}
 	return nil

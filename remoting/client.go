@@ -224,6 +224,25 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// CloseAddr closes the client's connections to addr (calls in flight on them fail); a
+// later call to addr dials again.
+func (c *Client) CloseAddr(addr string) error {
+	c.mu.Lock()
+	ac := c.mu.addrs[addr]
+	delete(c.mu.addrs, addr)
+	c.mu.Unlock()
+	if ac == nil {
+		return nil
+	}
+	var errs []error
+	for i := range ac.slots {
+		if cc := ac.slots[i].Load(); cc != nil {
+			errs = append(errs, cc.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // prepareRequest assigns an opaque and the client's serialize type.
 func (c *Client) prepareRequest(req *Command, flag int32) {
 	req.Opaque = c.opaque.Add(1)

@@ -283,6 +283,33 @@ func (s *Store) OffsetByTime(topic string, queueID int32, ts int64, upper bool) 
 	return off, nil
 }
 
+// LatestStoreTime is the store time of the newest message of the queue, 0 when it has
+// none (GET_TOPIC_STATS_INFO's lastUpdateTimestamp).
+func (s *Store) LatestStoreTime(topic string, queueID int32) (int64, error) {
+	q, err := s.cqs.Queue(topic, queueID, false)
+	if err != nil || q == nil || q.MaxOffset() <= q.MinOffset() {
+		return 0, nil //nolint:nilerr // no queue or no message: no time
+	}
+	for o := q.MaxOffset() - 1; o >= q.MinOffset(); o-- {
+		u, err := q.Get(o)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		if !u.Hole() {
+			return s.storeTimeOf(u.Offset, u.Size)
+		}
+	}
+	return 0, nil
+}
+
+// CommitLogRange is the commit log's first and next physical offsets.
+func (s *Store) CommitLogRange() (minOffset, maxOffset int64) {
+	return s.cl.MinOffset(), s.cl.MaxOffset()
+}
+
+// DiskUsedRatio is the used fraction of the store's disk at the last sample.
+func (s *Store) DiskUsedRatio() float64 { return s.guard.used() }
+
 // EarliestStoreTime is the store time of the oldest message still in the queue.
 func (s *Store) EarliestStoreTime(topic string, queueID int32) (int64, error) {
 	q, err := s.cqs.Queue(topic, queueID, false)
