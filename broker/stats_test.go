@@ -31,7 +31,8 @@ func call(t *testing.T, rc *remoting.Client, addr string, code protocol.RequestC
 // a consumer group and committed offsets.
 func TestAdminRequests(t *testing.T) {
 	c := testutil.StartCluster(t)
-	cl, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithHeartbeat(50*time.Millisecond))
+	cl, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithHeartbeat(50*time.Millisecond),
+		client.WithRequestTimeout(time.Second))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cl.Close()) }()
 	p, err := cl.NewProducer("StatsPG")

@@ -50,6 +50,12 @@ type Client struct {
 		producers map[string]int           // producer group → producers using it
 		consumers map[string]*PushConsumer // consumer group → its started consumer
 	}
+	txn txnRegistry // transaction producers by group (transaction.go)
+
+	retire struct { // brokers whose JSON connection is closed once idle (heartbeatLoop)
+		sync.Mutex
+		m map[string]time.Time
+	}
 
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -93,10 +99,12 @@ func New(opts ...Option) (*Client, error) {
 		return nil, errors.Join(fmt.Errorf("client: %w", err), c.json.Close())
 	}
 	c.routes.m = make(map[string]*topicRoute)
+	c.retire.m = make(map[string]time.Time)
 	c.groups.producers = make(map[string]int)
 	c.groups.consumers = make(map[string]*PushConsumer)
 	for _, rc := range []*remoting.Client{c.json, c.native} {
 		rc.Handle(int16(protocol.NotifyConsumerIDsChanged), remoting.HandlerFunc(c.onConsumerIDsChanged))
+		c.handleTransactionChecks(rc)
 	}
 	c.wg.Go(c.routeLoop)
 	c.wg.Go(c.heartbeatLoop)
@@ -192,16 +200,36 @@ func (c *Client) heartbeatLoop() {
 		select {
 		case <-c.stop:
 			return
-		case <-t.C:
+		case now := <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), c.opts.RequestTimeout)
 			c.heartbeatAll(ctx)
 			cancel()
+			c.retireJSON(now)
 		}
 	}
 }
 
-// brokerAddrs lists the master addresses of every cached route and of the consumers'
-// topics.
+// retireJSON closes the JSON connections of brokers that switched to msgpack at least a
+// request timeout ago, when nothing sent on them can still be waiting.
+func (c *Client) retireJSON(now time.Time) {
+	c.retire.Lock()
+	var due []string
+	for addr, since := range c.retire.m {
+		if now.Sub(since) >= c.opts.RequestTimeout {
+			due = append(due, addr)
+			delete(c.retire.m, addr)
+		}
+	}
+	c.retire.Unlock()
+	for _, addr := range due {
+		if err := c.json.CloseAddr(addr); err != nil {
+			c.log.Debug().Err(err).Str("broker", addr).Msg("closing the JSON connection")
+		}
+	}
+}
+
+// brokerAddrs lists the master addresses of every cached route, of the consumers'
+// topics and of the routes the transaction producers have used.
 func (c *Client) brokerAddrs() []string {
 	c.routes.RLock()
 	var out []string
@@ -216,7 +244,7 @@ func (c *Client) brokerAddrs() []string {
 	c.groups.Lock()
 	out = c.consumerBrokersLocked(out)
 	c.groups.Unlock()
-	return out
+	return c.transactionBrokers(out)
 }
 
 // heartbeatAll sends a heartbeat to every known broker.
@@ -258,9 +286,11 @@ func (c *Client) heartbeat(ctx context.Context, addr string) error {
 			if err := c.heartbeat(ctx, addr); err != nil {
 				return err
 			}
-			if err := c.json.CloseAddr(addr); err != nil {
-				c.log.Debug().Err(err).Str("broker", addr).Msg("closing the JSON connection")
-			}
+			// Requests may still be in flight on it: the heartbeat loop closes it
+			// once they are over.
+			c.retire.Lock()
+			c.retire.m[addr] = time.Now()
+			c.retire.Unlock()
 		}
 	}
 	return nil

@@ -64,6 +64,35 @@
 // 5 s later. Close stops pulling, waits for the handlers in flight, commits and leaves
 // the group, so the other members take the queues over at once.
 //
+// # Transactions
+//
+// A TransactionProducer ties a message to a local transaction: SendInTransaction stores
+// the message as a half message (invisible to consumers), runs the local transaction
+// and commits or rolls the message back with its outcome. A local transaction that
+// returns TransactionUnknown or panics, or a producer that dies before ending one, leaves
+// the decision to the broker's check-back: it asks a producer of the same group, whose
+// TransactionChecker answers.
+//
+//	tp, err := c.NewTransactionProducer("my-tx-group", client.TransactionCheckerFunc(
+//		func(ctx context.Context, m *client.MessageExt) client.TransactionState {
+//			return lookUpOrder(m.Keys()) // commit, rollback or unknown (ask again later)
+//		}))
+//	if err != nil { ... }
+//	defer tp.Close()
+//	res, err := tp.SendInTransaction(ctx, msg,
+//		func(ctx context.Context, m *message.Message, sent client.SendResult) client.TransactionState {
+//			if err := saveOrder(ctx, sent.MsgID); err != nil {
+//				return client.TransactionRollback
+//			}
+//			return client.TransactionCommit
+//		})
+//
+// A committed message is stored in its topic when SendInTransaction returns. Checks are
+// answered on a few workers per producer, never on a connection's reader. Brokers check
+// only producers they know from heartbeats, which go to the brokers of the topics the
+// producer has sent to; a producer that takes over the transactions of one that died
+// calls Register with their topics first.
+//
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrClosed, ErrNoRoute, ErrBroker,
@@ -71,6 +100,14 @@
 // response code and remark. Messages that break the broker's limits (topic name, body
 // size, properties) are refused before anything is sent.
 //
-// Not in this package yet: the transactional producer, broadcasting and orderly
-// consumption, the pull and lite-pull consumers, and the admin API.
+// # Administration
+//
+// Client.Admin returns the admin API ferryctl is built on: topics (create, update,
+// delete, list, route, stats), the cluster and brokers (cluster info, runtime info,
+// config), messages (QueryByID with a client or offset message id, QueryByKey with a time
+// range, QueryByOffset) and consumer groups (offsets, lag, resets by time, subscription
+// groups, connections).
+//
+// Not in this package yet: broadcasting and orderly consumption, and the pull and
+// lite-pull consumers.
 package client

@@ -103,7 +103,7 @@ func TestBadInput(t *testing.T) {
 		binCli, err := remoting.NewClient(bin)
 		require.NoError(t, err)
 		defer binCli.Close()
-		for _, code := range []int16{999, 12345, int16(protocol.GetBrokerRuntimeInfo), -7} {
+		for _, code := range []int16{999, 12345, int16(protocol.RegisterBroker), -7} { // REGISTER_BROKER is the name server's
 			resp := raw.call(protocol.RequestCode(code), map[string]string{"x": "y"}, []byte("body"))
 			require.Equal(t, int16(protocol.RequestCodeNotSupported), resp.Code, "JSON request code %d", code)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	rlog.SetLogLevel("fatal")
-	if txChildMain() {
+	if txChildMain() || ferryTxChildMain() {
 		return
 	}
 	os.Exit(m.Run())
