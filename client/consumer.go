@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,15 +24,24 @@ import (
 //
 //   - one rebalance loop (rebalance.go): every rebalance interval, at once on
 //     NOTIFY_CONSUMER_IDS_CHANGED, and after a second while a route is missing;
-//   - one commit loop (offsets.go): commits every queue's offset every commit interval;
+//   - one commit loop (offsets.go): commits every queue's offset every commit interval
+//     (broadcasting: into the local offsets file, broadcast.go);
 //   - one pull loop per assigned queue (pull.go), which feeds consume tasks to
 //   - the worker pool (this file), which runs the handler and sends failures back;
-//   - one short-lived goroutine per dropped queue (waits for its handlers, commits) and
-//     per batch waiting for a local retry.
+//     orderly consumers have instead one consume loop per queue (orderly.go), at most
+//     WithConsumeGoroutines of them in the handler at once;
+//   - orderly consumers in clustering mode: one lock loop (orderly.go) that takes and
+//     renews the queues' broker locks;
+//   - one short-lived goroutine per dropped queue (waits for its handlers, commits,
+//     unlocks) and per batch waiting for a local retry.
 //
-// Locks: PushConsumer.mu guards the queue table; processQueue.mu the cached messages of
-// one queue; processQueue.commitMu serializes the commits of one queue. Client.groups may
-// be taken while holding none of them; no lock is held across a request except commitMu.
+// Locks, in the order they may be taken: rebalanceMu (one rebalance at a time), lockMu
+// (one LOCK/UNLOCK exchange at a time: a dropped queue's unlock never overtakes a lock
+// request that still names it), PushConsumer.mu (the queue table), processQueue.mu (the
+// cached messages and lock state of one queue). processQueue.commitMu serializes the
+// commits of one queue and localOffsets' locks guard the offsets file; Client.groups may
+// be taken while holding none of them. No lock is held across a request except
+// rebalanceMu, lockMu and commitMu.
 
 // ConsumeResult is a handler's verdict on the messages it was given.
 type ConsumeResult int
@@ -41,7 +52,9 @@ const (
 	ConsumeSuccess ConsumeResult = iota
 	// ConsumeRetryLater: deliver the messages again later (through the group's retry
 	// topic, with the broker's growing delays, until the max reconsume times; then they go
-	// to the group's dead-letter topic).
+	// to the group's dead-letter topic). An orderly consumer instead holds the queue and
+	// hands the same messages to the handler again after the suspend time
+	// (WithSuspendTime); a broadcasting consumer drops them.
 	ConsumeRetryLater
 )
 
@@ -58,9 +71,11 @@ func (r ConsumeResult) String() string {
 
 // ConsumeFunc handles a batch of messages (one message unless WithConsumeBatch says
 // otherwise) and returns one verdict for all of them. It runs on one of the consumer's
-// worker goroutines, concurrently with other batches, even of the same queue. ctx is
-// cancelled when the consumer is closing; a handler that returns ConsumeRetryLater then
-// gets its messages again later. A panic counts as ConsumeRetryLater.
+// worker goroutines, concurrently with other batches, even of the same queue — except
+// with WithOrderly, where a queue's batches are handled one at a time, in queue order.
+// ctx is cancelled when the consumer is closing; a handler that returns ConsumeRetryLater
+// then gets its messages again later (an orderly consumer leaves them unconsumed for the
+// queue's next owner). A panic counts as ConsumeRetryLater.
 type ConsumeFunc func(ctx context.Context, msgs []*MessageExt) ConsumeResult
 
 // MessageExt is a message as a consumer receives it: the producer's message (topic, flag,
@@ -133,6 +148,11 @@ type consumerOptions struct {
 	commit        time.Duration
 	suspend       time.Duration
 	localRetry    time.Duration
+	orderly       bool
+	orderlyRetry  time.Duration // orderly: the suspend time before a local retry
+	broadcast     bool
+	offsetsDir    string // broadcasting: where the offsets file lives ("": the default)
+	allocate      AllocateFunc
 }
 
 func defaultConsumerOptions() consumerOptions {
@@ -149,6 +169,8 @@ func defaultConsumerOptions() consumerOptions {
 		commit:        5 * time.Second,
 		suspend:       15 * time.Second,
 		localRetry:    5 * time.Second,
+		orderlyRetry:  time.Second,
+		allocate:      AllocateAveragely,
 	}
 }
 
@@ -178,6 +200,12 @@ func (o *consumerOptions) validate() error {
 	}
 	if o.rebalance <= 0 || o.commit <= 0 {
 		bad("rebalance and commit intervals must be positive")
+	}
+	if o.orderlyRetry <= 0 || o.orderlyRetry > time.Hour {
+		bad("suspend time %v (0..1h]", o.orderlyRetry)
+	}
+	if o.allocate == nil {
+		bad("nil allocation strategy")
 	}
 	return errors.Join(errs...)
 }
@@ -210,7 +238,10 @@ func WithQueueCacheLimits(messages, bytes int) ConsumerOption {
 }
 
 // WithMaxReconsumeTimes sets how many times a failed message is delivered again before
-// the broker moves it to the group's dead-letter topic %DLQ%<group> (default 16).
+// the broker moves it to the group's dead-letter topic %DLQ%<group> (default 16). An
+// orderly consumer counts its local retries: a message that fails 1 + n times is sent
+// to the dead-letter topic (CONSUMER_SEND_MSG_BACK with delay level -1) and its queue
+// moves on; a broadcasting one drops it instead.
 func WithMaxReconsumeTimes(n int) ConsumerOption {
 	return func(o *consumerOptions) { o.maxReconsume = n }
 }
@@ -225,6 +256,47 @@ func WithRebalanceInterval(d time.Duration) ConsumerOption {
 // (default 5 s; they are also committed when a queue is dropped and on Close).
 func WithCommitInterval(d time.Duration) ConsumerOption {
 	return func(o *consumerOptions) { o.commit = d }
+}
+
+// WithOrderly makes the consumer orderly: each queue's messages are handled one batch at
+// a time, in queue order, so messages of one sharding key (sent to one queue with
+// HashSelector) are handled in the order they were sent. In clustering mode the
+// consumer holds a broker lock on each queue it consumes (LOCK_BATCH_MQ, renewed every
+// 20 s; a lock not renewed for 30 s is no longer trusted and the queue pauses) and
+// consumes a queue only while it holds it; it releases the lock (UNLOCK_BATCH_MQ) when
+// the queue moves to another member and on Close, after the batch in flight and the
+// offset commit, so the next owner starts exactly after what this one consumed. A batch
+// whose handler returns ConsumeRetryLater blocks its queue (only that one) and is handed
+// to the handler again after the suspend time (WithSuspendTime), with ReconsumeTimes
+// counting the failures, until WithMaxReconsumeTimes.
+func WithOrderly() ConsumerOption { return func(o *consumerOptions) { o.orderly = true } }
+
+// WithSuspendTime sets how long an orderly consumer's queue waits before its handler
+// gets a failed batch again (default 1 s).
+func WithSuspendTime(d time.Duration) ConsumerOption {
+	return func(o *consumerOptions) { o.orderlyRetry = d }
+}
+
+// WithBroadcasting makes the consumer a broadcasting one: every member of the group
+// consumes every queue of the topic, so each gets every message. Offsets are kept by
+// the member itself, in a file per group (see WithOffsetsDir), written every commit
+// interval and on Close, and read at Start; the brokers' offsets of the group are
+// neither read nor written. Failed messages are not retried through the broker (orderly
+// broadcasting consumers retry them locally) and the retry topic is not subscribed.
+func WithBroadcasting() ConsumerOption { return func(o *consumerOptions) { o.broadcast = true } }
+
+// WithOffsetsDir sets the directory of a broadcasting consumer's offsets file,
+// <dir>/<group>.offsets (default: ferry/offsets under os.UserCacheDir). Members of one
+// group that run on one machine need a directory each.
+func WithOffsetsDir(dir string) ConsumerOption {
+	return func(o *consumerOptions) { o.offsetsDir = dir }
+}
+
+// WithAllocation sets how the members of a group split a topic's queues in clustering
+// mode (default AllocateAveragely; AllocateConsistentHash moves fewer queues when
+// members come and go). Every member of a group must use the same strategy.
+func WithAllocation(f AllocateFunc) ConsumerOption {
+	return func(o *consumerOptions) { o.allocate = f }
 }
 
 // subscription is one topic the consumer pulls: the user's topic and the group's retry
@@ -279,15 +351,17 @@ const (
 	consumerClosed
 )
 
-// PushConsumer consumes a topic as a member of a consumer group in clustering mode:
-// the group's members share the topic's queues (average allocation, recomputed when
-// members come and go), and each message is handled by one member. Messages are pulled
-// with long polling, handled concurrently by a pool of goroutines, and their offsets
-// committed to the brokers. A message whose handler asks to retry goes back to the broker
-// (CONSUMER_SEND_MSG_BACK) and returns later through the group's retry topic, which the
-// consumer subscribes too; after the max reconsume times it goes to the group's
-// dead-letter topic. Create it with Client.NewPushConsumer, then Start it; Close it when
-// done. Its methods are safe for concurrent use.
+// PushConsumer consumes a topic as a member of a consumer group. In clustering mode (the
+// default) the group's members share the topic's queues (average allocation by default,
+// recomputed when members come and go), and each message is handled by one member; in
+// broadcasting mode (WithBroadcasting) every member consumes every queue. Messages are
+// pulled with long polling, handled concurrently by a pool of goroutines (or, with
+// WithOrderly, one batch at a time per queue), and their offsets committed to the
+// brokers (broadcasting: to a local file). A message whose handler asks to retry goes
+// back to the broker (CONSUMER_SEND_MSG_BACK) and returns later through the group's
+// retry topic, which the consumer subscribes too; after the max reconsume times it goes
+// to the group's dead-letter topic. Create it with Client.NewPushConsumer, then Start
+// it; Close it when done. Its methods are safe for concurrent use.
 type PushConsumer struct {
 	c       *Client
 	group   string
@@ -296,20 +370,27 @@ type PushConsumer struct {
 	opts    consumerOptions
 	log     zerolog.Logger
 
-	tasks   chan *consumeTask
-	kick    chan struct{}            // rebalance now; capacity 1
-	brokers atomic.Pointer[[]string] // master addresses of the subscribed topics
+	tasks    chan *consumeTask
+	slots    chan struct{}            // orderly: a token per handler call running; capacity workers
+	kick     chan struct{}            // rebalance now; capacity 1
+	lockKick chan struct{}            // orderly: lock the queues that wait for it now; capacity 1
+	brokers  atomic.Pointer[[]string] // master addresses of the subscribed topics
+	local    *localOffsets            // broadcasting: the offsets file; nil in clustering mode
 
 	ctx    context.Context // cancelled by Close: pulls, handlers, loops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	rebalanceMu sync.Mutex // one rebalance at a time
+	lockMu      sync.Mutex // one LOCK_BATCH_MQ / UNLOCK_BATCH_MQ exchange at a time
 
 	mu struct {
 		sync.Mutex
 		state  int
 		queues map[MessageQueue]*processQueue
+		// draining holds, per dropped queue still finishing (handlers, commit, unlock), a
+		// channel closed when it is done: the queue's next processQueue waits for it.
+		draining map[MessageQueue]chan struct{}
 	}
 }
 
@@ -338,15 +419,34 @@ func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc,
 	if err != nil {
 		return nil, err
 	}
-	retry, _ := newSubscription(protocol.RetryTopic(group), protocol.SubscribeAll, true)
+	subs := []*subscription{sub}
+	if !o.broadcast {
+		// Broadcasting consumers never send messages back, so they have no retry topic.
+		retry, _ := newSubscription(protocol.RetryTopic(group), protocol.SubscribeAll, true)
+		subs = append(subs, retry)
+	}
 	pc := &PushConsumer{
-		c: c, group: group, subs: []*subscription{sub, retry}, handler: handler, opts: o,
-		log:   c.log.With().Str("group", group).Logger(),
-		tasks: make(chan *consumeTask, o.workers),
-		kick:  make(chan struct{}, 1),
+		c: c, group: group, subs: subs, handler: handler, opts: o,
+		log:      c.log.With().Str("group", group).Logger(),
+		tasks:    make(chan *consumeTask, o.workers),
+		slots:    make(chan struct{}, o.workers),
+		kick:     make(chan struct{}, 1),
+		lockKick: make(chan struct{}, 1),
+	}
+	if o.broadcast {
+		dir := o.offsetsDir
+		if dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return nil, fmt.Errorf("%w: no directory for the offsets file (%w); set WithOffsetsDir", ErrInvalidOptions, err)
+			}
+			dir = filepath.Join(cache, "ferry", "offsets")
+		}
+		pc.local = newLocalOffsets(dir, group, pc.log)
 	}
 	pc.brokers.Store(new([]string))
 	pc.mu.queues = make(map[MessageQueue]*processQueue)
+	pc.mu.draining = make(map[MessageQueue]chan struct{})
 	return pc, nil
 }
 
@@ -355,7 +455,8 @@ func (pc *PushConsumer) Group() string { return pc.group }
 
 // Start registers the consumer with the brokers of its topic, takes its share of the
 // queues and starts consuming. ctx bounds the first lookup and rebalance only. It fails
-// when no name server answers; a topic that does not exist yet is looked up again
+// when no name server answers, or when a broadcasting consumer's offsets directory
+// cannot be created or its file read; a topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (pc *PushConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
@@ -367,14 +468,22 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.mu.Unlock()
 		return ErrClosed
 	}
+	if pc.local != nil {
+		if err := pc.local.load(); err != nil {
+			pc.mu.Unlock()
+			return err
+		}
+	}
 	if err := pc.c.addConsumer(pc); err != nil {
 		pc.mu.Unlock()
 		return err
 	}
 	pc.mu.state = consumerStarted
 	pc.ctx, pc.cancel = context.WithCancel(context.Background())
-	for range pc.opts.workers {
-		pc.wg.Go(pc.worker)
+	if !pc.opts.orderly {
+		for range pc.opts.workers {
+			pc.wg.Go(pc.worker)
+		}
 	}
 	pc.mu.Unlock()
 
@@ -389,6 +498,9 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 	}
 	pc.wg.Go(func() { pc.rebalanceLoop(complete) })
 	pc.wg.Go(pc.commitLoop)
+	if pc.locking() {
+		pc.wg.Go(pc.lockLoop)
+	}
 	return nil
 }
 
@@ -405,8 +517,10 @@ func (pc *PushConsumer) Queues() []MessageQueue {
 }
 
 // Close stops pulling, waits for the handlers in flight, commits the consumed offsets
-// and leaves the group (UNREGISTER_CLIENT), so the other members take the queues over at
-// once. It is idempotent; it returns the commit and unregister failures.
+// (broadcasting: writes the offsets file), releases the queue locks of an orderly
+// consumer and leaves the group (UNREGISTER_CLIENT), so the other members take the
+// queues over at once. It is idempotent; it returns the commit, unlock and unregister
+// failures.
 func (pc *PushConsumer) Close() error {
 	pc.mu.Lock()
 	state := pc.mu.state
@@ -431,6 +545,13 @@ func (pc *PushConsumer) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if pc.local != nil {
+		errs = append(errs, pc.local.persist())
+	}
+	if pc.locking() {
+		// After the commits: the next owner of a queue reads its offset once it has the lock.
+		errs = append(errs, pc.unlock(ctx, queues))
+	}
 	for _, addr := range *pc.brokers.Load() {
 		req := protocol.NewRequest(protocol.UnregisterClient, &protocol.UnregisterClientRequestHeader{
 			ClientID: pc.c.clientID, ConsumerGroup: pc.group})
@@ -445,6 +566,9 @@ func (pc *PushConsumer) Close() error {
 func (pc *PushConsumer) consumerData() protocol.ConsumerData {
 	d := protocol.ConsumerData{GroupName: pc.group, ConsumeType: protocol.ConsumePassively,
 		MessageModel: protocol.Clustering, ConsumeFromWhere: pc.opts.from.wire()}
+	if pc.opts.broadcast {
+		d.MessageModel = protocol.Broadcasting
+	}
 	for _, s := range pc.subs {
 		d.SubscriptionDataSet = append(d.SubscriptionDataSet, s.data())
 	}
@@ -493,12 +617,18 @@ func (pc *PushConsumer) consume(t *consumeTask) {
 		t.q.markDone(t.msgs)
 		return
 	}
+	if pc.opts.broadcast {
+		pc.log.Warn().Int("messages", len(t.msgs)).Str("queue", t.q.mq.String()).
+			Msg("broadcasting handler failed; messages dropped")
+		t.q.markDone(t.msgs)
+		return
+	}
 	// The results of a running handler are settled even if the consumer is closing.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(pc.ctx), pc.c.opts.RequestTimeout)
 	defer cancel()
 	var done, failed []*MessageExt
 	for _, m := range t.msgs {
-		if err := pc.sendBack(ctx, t.q, m); err != nil {
+		if err := pc.sendBack(ctx, t.q, m, 0); err != nil {
 			pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("send back failed; retrying locally")
 			failed = append(failed, m)
 		} else {
@@ -523,11 +653,12 @@ func (pc *PushConsumer) call(msgs []*MessageExt) (res ConsumeResult) {
 }
 
 // sendBack hands a failed message back to the broker that stored it
-// (CONSUMER_SEND_MSG_BACK): into %RETRY%<group> with delay level 3 + reconsume times, or
-// into %DLQ%<group> once it has been reconsumed max reconsume times.
-func (pc *PushConsumer) sendBack(ctx context.Context, q *processQueue, m *MessageExt) error {
+// (CONSUMER_SEND_MSG_BACK): with delay level 0 into %RETRY%<group> with delay level 3 +
+// reconsume times, or into %DLQ%<group> once it has been reconsumed max reconsume times;
+// with delay level -1 (orderly consumers) straight into %DLQ%<group>.
+func (pc *PushConsumer) sendBack(ctx context.Context, q *processQueue, m *MessageExt, delayLevel int32) error {
 	maxRe := int32(pc.opts.maxReconsume)
-	h := protocol.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: pc.group,
+	h := protocol.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: pc.group, DelayLevel: delayLevel,
 		OriginMsgID: m.MsgID, OriginTopic: m.Topic, MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}
 	_, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.ConsumerSendMsgBack, &h))
 	return err

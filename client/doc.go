@@ -56,6 +56,15 @@
 // owner may see again only what was in flight. A queue the group has no offset for
 // starts where WithConsumeFrom says (default: its end).
 //
+// WithOrderly consumes each queue one batch at a time, in queue order, while holding the
+// queue's lock on the broker (LOCK_BATCH_MQ after each rebalance, renewed every 20 s), so
+// messages of one sharding key are handled in the order they were sent, also across a
+// member leaving; a failed batch is retried locally after WithSuspendTime. With
+// WithBroadcasting every member gets every message and keeps its offsets in a local file
+// (WithOffsetsDir; written atomically, checked with a CRC). WithAllocation chooses how
+// clustering members split the queues: AllocateAveragely (the default) or
+// AllocateConsistentHash.
+//
 // ConsumeRetryLater (or a panic) hands the messages back to the broker
 // (CONSUMER_SEND_MSG_BACK); they come back through the group's retry topic
 // %RETRY%<group>, which the consumer subscribes too, after the broker's delay for level
@@ -108,6 +117,5 @@
 // range, QueryByOffset) and consumer groups (offsets, lag, resets by time, subscription
 // groups, connections).
 //
-// Not in this package yet: broadcasting and orderly consumption, and the pull and
-// lite-pull consumers.
+// Not in this package yet: the pull and lite-pull consumers.
 package client

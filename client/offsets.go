@@ -10,33 +10,42 @@ import (
 	"github.com/ferrymq/ferry/remoting"
 )
 
-// Consumer offsets (clustering: stored by the brokers). A newly owned queue starts at the
-// group's committed offset (QUERY_CONSUMER_OFFSET); a queue the group has never committed
-// starts where ConsumeFrom says. Each queue's offset — the lowest pulled message not yet
-// consumed — is committed (UPDATE_CONSUMER_OFFSET) every commit interval when it moved,
+// Consumer offsets (clustering: stored by the brokers; broadcasting: in the member's
+// local offsets file, broadcast.go). A newly owned queue starts at the group's committed
+// offset (QUERY_CONSUMER_OFFSET; broadcasting: the file's); a queue the group has never
+// committed starts where ConsumeFrom says. Each queue's offset — the lowest pulled
+// message not yet consumed — is committed (UPDATE_CONSUMER_OFFSET; broadcasting: into
+// the file's table, written out after each round) every commit interval when it moved,
 // when the queue is dropped, and on Close.
 
 // startOffset finds where q starts pulling.
 func (pc *PushConsumer) startOffset(q *processQueue) (int64, error) {
 	ctx, cancel := context.WithTimeout(q.ctx, pc.c.opts.RequestTimeout)
 	defer cancel()
-	// setZeroIfNotFound=false: a group without an offset starts where ConsumeFrom says,
-	// not at 0 because the queue was never truncated (a RocketMQ 5 broker's default).
-	no := false
-	resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.QueryConsumerOffset,
-		&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: pc.group, Topic: q.mq.Topic,
-			QueueID: q.mq.QueueID, SetZeroIfNotFound: &no, BrokerName: q.mq.BrokerName}))
-	var be *BrokerError
-	switch {
-	case err == nil:
-		off, err := offsetOf(resp)
-		if err != nil || off >= 0 {
-			return off, err
+	if pc.local != nil {
+		if off, ok := pc.local.get(q.mq); ok {
+			return off, nil
 		}
-		// A negative offset means none is stored.
-	case errors.As(err, &be) && be.Code == protocol.QueryNotFound:
-	default:
-		return 0, err
+	} else {
+		// setZeroIfNotFound=false: a group without an offset starts where ConsumeFrom
+		// says, not at 0 because the queue was never truncated (a RocketMQ 5 broker's
+		// default).
+		no := false
+		resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.QueryConsumerOffset,
+			&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: pc.group, Topic: q.mq.Topic,
+				QueueID: q.mq.QueueID, SetZeroIfNotFound: &no, BrokerName: q.mq.BrokerName}))
+		var be *BrokerError
+		switch {
+		case err == nil:
+			off, err := offsetOf(resp)
+			if err != nil || off >= 0 {
+				return off, err
+			}
+			// A negative offset means none is stored.
+		case errors.As(err, &be) && be.Code == protocol.QueryNotFound:
+		default:
+			return 0, err
+		}
 	}
 	switch {
 	case pc.opts.from == ConsumeFromFirstOffset:
@@ -71,12 +80,18 @@ func offsetOf(resp *remoting.Command) (int64, error) {
 	return h.Offset, nil
 }
 
-// commit sends q's offset to its broker if it moved since the last commit.
+// commit sends q's offset to its broker (broadcasting: records it for the offsets
+// file) if it moved since the last commit.
 func (pc *PushConsumer) commit(ctx context.Context, q *processQueue) error {
 	q.commitMu.Lock()
 	defer q.commitMu.Unlock()
 	off, ok := q.commitOffset()
 	if !ok || off == q.committed {
+		return nil
+	}
+	if pc.local != nil {
+		pc.local.set(q.mq, off)
+		q.committed = off
 		return nil
 	}
 	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
@@ -89,7 +104,8 @@ func (pc *PushConsumer) commit(ctx context.Context, q *processQueue) error {
 	return nil
 }
 
-// commitLoop commits every owned queue's offset every commit interval until Close.
+// commitLoop commits every owned queue's offset every commit interval until Close
+// (broadcasting: then writes the offsets file if it changed).
 func (pc *PushConsumer) commitLoop() {
 	t := time.NewTicker(pc.opts.commit)
 	defer t.Stop()
@@ -113,17 +129,39 @@ func (pc *PushConsumer) commitLoop() {
 			}
 			cancel()
 		}
+		if pc.local != nil {
+			if err := pc.local.persist(); err != nil {
+				pc.log.Warn().Err(err).Msg("writing the offsets file failed")
+			}
+		}
 	}
 }
 
-// finishDrop waits until a dropped queue's pull loop and handlers are done, then commits
-// its offset, so the queue's next owner starts after what this one consumed.
-func (pc *PushConsumer) finishDrop(q *processQueue) {
+// finishDrop waits until a dropped queue's loops and handlers are done, then commits its
+// offset, so the queue's next owner starts after what this one consumed, and then (an
+// orderly consumer) releases its lock, so the next owner may start. A queue whose lock
+// was lost is neither committed nor unlocked: another member owns it already. Last, it
+// closes done, letting this consumer's next processQueue of the queue start.
+func (pc *PushConsumer) finishDrop(q *processQueue, done chan struct{}, commit bool) {
 	q.pulling.Wait()
 	<-q.idle
 	ctx, cancel := context.WithTimeout(context.Background(), pc.c.opts.RequestTimeout)
 	defer cancel()
-	if err := pc.commit(ctx, q); err != nil {
-		pc.log.Warn().Err(err).Msg("offset commit of a dropped queue failed")
+	if commit {
+		if err := pc.commit(ctx, q); err != nil {
+			pc.log.Warn().Err(err).Msg("offset commit of a dropped queue failed")
+		}
+		if pc.locking() {
+			if err := pc.unlock(ctx, []*processQueue{q}); err != nil {
+				pc.log.Warn().Err(err).Msg("unlocking a dropped queue failed")
+			}
+		}
 	}
+	pc.mu.Lock()
+	if pc.mu.draining[q.mq] == done {
+		delete(pc.mu.draining, q.mq)
+	}
+	pc.mu.Unlock()
+	close(done)
+	pc.kickLocks()
 }

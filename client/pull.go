@@ -21,7 +21,13 @@ import (
 // sent back); the queue stops pulling while the window holds too many messages or bytes
 // (flow control), and the offset to commit is the lowest one still in the window, so
 // messages completing out of order never let the committed offset pass an unconsumed
-// one.
+// one. An orderly consumer's pull loop keeps the pulled messages in the queue's buffer
+// instead, for the queue's consume loop (orderly.go), and in clustering mode starts only
+// once the queue's broker lock is held.
+//
+// A queue dropped and owned again soon after (or by a rebalance that flips back) gets a
+// new processQueue that waits until the old one has finished — handlers done, offset
+// committed, lock released — before it reads its start offset or asks for the lock.
 
 // pullBackoff is how long a queue waits after a failed pull or offset lookup.
 const pullBackoff = time.Second
@@ -43,9 +49,15 @@ type processQueue struct {
 
 	ctx     context.Context // cancelled when the queue is dropped or the consumer closes
 	cancel  context.CancelFunc
-	pulling sync.WaitGroup // the pull loop
-	wake    chan struct{}  // a message was consumed; capacity 1
-	idle    chan struct{}  // closed once dropped with no handler call or local retry left
+	pulling sync.WaitGroup  // the pull loop and (orderly) the consume loop
+	wake    chan struct{}   // a message was consumed; capacity 1
+	idle    chan struct{}   // closed once dropped with no handler call or local retry left
+	after   <-chan struct{} // closed when the queue's previous processQueue is finished; nil: none
+
+	// Orderly consumers.
+	ready    chan struct{} // messages arrived or the lock was taken; capacity 1
+	locked   chan struct{} // closed when the broker first grants the lock (clustering)
+	lockOnce sync.Once
 
 	commitMu  sync.Mutex // serializes the queue's commits
 	committed int64      // last committed offset (-1: none); guarded by commitMu
@@ -59,13 +71,17 @@ type processQueue struct {
 		window  []pendingMsg // pulled messages by offset; the head is never done
 		count   int          // messages in window not done
 		bytes   int          // their body bytes
+
+		buf      []*MessageExt // orderly: pulled messages not yet consumed, by offset
+		lockedAt time.Time     // orderly clustering: when the broker last granted the lock; zero: not held
 	}
 }
 
-// newProcessQueue returns the state of a newly owned queue.
-func (pc *PushConsumer) newProcessQueue(sub *subscription, rq readQueue) *processQueue {
+// newProcessQueue returns the state of a newly owned queue; after is the channel of its
+// previous processQueue still finishing, or nil.
+func (pc *PushConsumer) newProcessQueue(sub *subscription, rq readQueue, after <-chan struct{}) *processQueue {
 	q := &processQueue{pc: pc, mq: rq.mq, sub: sub, wake: make(chan struct{}, 1), idle: make(chan struct{}),
-		committed: -1}
+		after: after, ready: make(chan struct{}, 1), locked: make(chan struct{}), committed: -1}
 	q.setAddr(rq.addr)
 	q.ctx, q.cancel = context.WithCancel(pc.ctx)
 	return q
@@ -137,20 +153,38 @@ func (q *processQueue) nextOffset() int64 {
 	return q.mu.next
 }
 
-// advance records a pull's outcome: msgs enter the window and the next pull starts at
-// next. Every offset below next that is not in the window is consumed (or was filtered).
-func (q *processQueue) advance(msgs []*MessageExt, next int64) {
+// advance records a pull's outcome: msgs enter the window (and, for an orderly
+// consumer, the buffer) and the next pull starts at next. Every offset below next that
+// is not in the window is consumed (or was filtered). It returns the messages that
+// entered.
+func (q *processQueue) advance(msgs []*MessageExt, next int64) []*MessageExt {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, m := range msgs {
-		if n := len(q.mu.window); n > 0 && q.mu.window[n-1].offset >= m.QueueOffset {
-			continue // never out of order; a broker repeating itself is ignored
+	var in []*MessageExt // a copy only once a message is skipped; else msgs
+	for i, m := range msgs {
+		if n := len(q.mu.window); n > 0 && q.mu.window[n-1].offset >= m.QueueOffset ||
+			n == 0 && m.QueueOffset < q.mu.next {
+			// Never out of order; a broker repeating itself is ignored.
+			if in == nil {
+				in = append(make([]*MessageExt, 0, len(msgs)), msgs[:i]...)
+			}
+			continue
 		}
 		q.mu.window = append(q.mu.window, pendingMsg{offset: m.QueueOffset, size: len(m.Body)})
 		q.mu.count++
 		q.mu.bytes += len(m.Body)
+		if in != nil {
+			in = append(in, m)
+		}
+	}
+	if in == nil {
+		in = msgs
+	}
+	if q.pc.opts.orderly {
+		q.mu.buf = append(q.mu.buf, in...)
 	}
 	q.mu.next = next
+	return in
 }
 
 // markDone removes consumed messages from the window and wakes a pull loop waiting for
@@ -200,6 +234,9 @@ func (q *processQueue) full() bool {
 func (q *processQueue) pullLoop() {
 	defer q.pulling.Done()
 	pc := q.pc
+	if !q.waitTurn() {
+		return
+	}
 	for {
 		off, err := pc.startOffset(q)
 		if err == nil {
@@ -233,9 +270,49 @@ func (q *processQueue) pullLoop() {
 			}
 			continue
 		}
-		if len(msgs) > 0 && !pc.dispatch(q, msgs) {
+		switch {
+		case len(msgs) == 0:
+		case pc.opts.orderly:
+			q.signal()
+		case !pc.dispatch(q, msgs):
 			return
 		}
+	}
+}
+
+// waitTurn waits until the queue may start: its previous processQueue has finished and,
+// for an orderly consumer in clustering mode, the broker has granted the lock (so the
+// offset read next is the one the previous owner committed). It reports whether to go
+// on.
+func (q *processQueue) waitTurn() bool {
+	if q.after != nil {
+		select {
+		case <-q.ctx.Done():
+			return false
+		case <-q.after:
+		}
+	}
+	if q.pc.locking() {
+		select {
+		case <-q.ctx.Done():
+			return false
+		case <-q.locked:
+		}
+	}
+	return true
+}
+
+// turnCame reports without waiting whether the queue's previous processQueue has
+// finished.
+func (q *processQueue) turnCame() bool {
+	if q.after == nil {
+		return true
+	}
+	select {
+	case <-q.after:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -305,8 +382,7 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 	if err != nil {
 		return nil, err
 	}
-	q.advance(msgs, rh.NextBeginOffset)
-	return msgs, nil
+	return q.advance(msgs, rh.NextBeginOffset), nil
 }
 
 // decode turns a pull body into messages, keeping those the subscription wants.

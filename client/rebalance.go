@@ -3,9 +3,12 @@ package client
 import (
 	"cmp"
 	"context"
+	"crypto/md5"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +20,13 @@ import (
 // the consumer reads the topic's readable queues from the name servers and the group's
 // members from a broker of the topic (GET_CONSUMER_LIST_BY_GROUP), sorts both, and takes
 // its share by average allocation, as every RocketMQ client does by default, so members
-// of mixed clients agree. Queues it no longer owns are dropped: their pulls stop, their
-// running handlers finish and their offsets are committed; new queues start at the
+// of mixed clients agree (or by consistent hashing, WithAllocation). Queues it no longer
+// owns are dropped: their pulls stop, their running handlers finish and their offsets
+// are committed (and an orderly consumer's locks released); new queues start at the
 // group's committed offsets. It runs at Start, every rebalance interval, at once when a
 // broker sends NOTIFY_CONSUMER_IDS_CHANGED, and after a second (then backing off) while a
-// route or the member list is missing.
+// route or the member list is missing. A broadcasting consumer takes every queue and
+// does not ask for the member list.
 
 // readQueue is one readable queue of a topic and its broker's master address.
 type readQueue struct {
@@ -66,6 +71,105 @@ func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, err
 	}
 	slices.SortFunc(out, func(a, b readQueue) int { return compareQueues(a.mq, b.mq) })
 	return out, nil
+}
+
+// AllocateFunc is a strategy for splitting a topic's queues between the members of a
+// consumer group: given every readable queue of the topic (sorted by topic, broker name
+// and queue id) and every member's client id (sorted), it returns the queues of member
+// self. Every member computes its own share, so the function must be deterministic and
+// the shares of all members must together cover each queue exactly once.
+type AllocateFunc func(queues []MessageQueue, members []string, self string) []MessageQueue
+
+// AllocateAveragely is RocketMQ's default strategy (AllocateMessageQueueAveragely): the
+// queues are cut into len(members) contiguous ranges, the first len(queues) %
+// len(members) one longer, and each member gets the range at its index. Official
+// clients use it by default, so members of mixed clients agree. A member joining or
+// leaving can move most queues.
+func AllocateAveragely(queues []MessageQueue, members []string, self string) []MessageQueue {
+	return allocateAverage(queues, members, self)
+}
+
+// defaultVirtualNodes is how many points each member has on the consistent-hash ring
+// (RocketMQ's default).
+const defaultVirtualNodes = 10
+
+// AllocateConsistentHash returns RocketMQ's AllocateMessageQueueConsistentHash strategy:
+// each member is placed on a hash ring at virtualNodes points (fewer than 1: 10, the
+// default of RocketMQ's clients), each queue goes to the member of the first point at or
+// after the queue's hash, wrapping around. When a member joins, only the queues that now
+// hash to its points move (about 1/n of them, all to it); when one leaves, only its
+// queues move. More virtual nodes spread the queues more evenly. The hashes are those of
+// the Java client (MD5 of "<clientId>-<i>" and of the queue's Java toString, first four
+// bytes), so Java consumers using that strategy agree with it.
+func AllocateConsistentHash(virtualNodes int) AllocateFunc {
+	if virtualNodes < 1 {
+		virtualNodes = defaultVirtualNodes
+	}
+	return func(queues []MessageQueue, members []string, self string) []MessageQueue {
+		if !slices.Contains(members, self) || len(queues) == 0 {
+			return nil
+		}
+		ring := newHashRing(members, virtualNodes)
+		var out []MessageQueue
+		for _, mq := range queues {
+			if ring.owner(mq.javaString()) == self {
+				out = append(out, mq)
+			}
+		}
+		return out
+	}
+}
+
+// ringPoint is one virtual node of a member on the hash ring.
+type ringPoint struct {
+	hash   uint32
+	member string
+}
+
+// hashRing is a consistent-hash ring: points sorted by hash.
+type hashRing []ringPoint
+
+// newHashRing places virtualNodes points per member. Two points with one hash keep the
+// later member's, as Java's TreeMap does.
+func newHashRing(members []string, virtualNodes int) hashRing {
+	byHash := make(map[uint32]string, len(members)*virtualNodes)
+	for _, m := range members {
+		for i := range virtualNodes {
+			byHash[ringHash(m+"-"+strconv.Itoa(i))] = m
+		}
+	}
+	r := make(hashRing, 0, len(byHash))
+	for h, m := range byHash {
+		r = append(r, ringPoint{hash: h, member: m})
+	}
+	slices.SortFunc(r, func(a, b ringPoint) int { return cmp.Compare(a.hash, b.hash) })
+	return r
+}
+
+// owner is the member of the first point at or after key's hash, wrapping around.
+func (r hashRing) owner(key string) string { return r.at(ringHash(key)) }
+
+// at is the member of the first point at or after h, wrapping around.
+func (r hashRing) at(h uint32) string {
+	i, _ := slices.BinarySearchFunc(r, h, func(p ringPoint, h uint32) int { return cmp.Compare(p.hash, h) })
+	if i == len(r) {
+		i = 0
+	}
+	return r[i].member
+}
+
+// ringHash is the Java client's MD5Hash: the first four bytes of the key's MD5, big
+// endian, as an unsigned number.
+func ringHash(key string) uint32 {
+	sum := md5.Sum([]byte(key)) //nolint:gosec // a ring position, not security
+	return binary.BigEndian.Uint32(sum[:4])
+}
+
+// javaString is the queue as Java's MessageQueue.toString writes it: the key the
+// consistent-hash strategy hashes.
+func (mq MessageQueue) javaString() string {
+	return "MessageQueue [topic=" + mq.Topic + ", brokerName=" + mq.BrokerName + ", queueId=" +
+		strconv.Itoa(int(mq.QueueID)) + "]"
 }
 
 // allocateAverage is RocketMQ's AllocateMessageQueueAveragely: queues (sorted) are cut
@@ -162,6 +266,11 @@ func (pc *PushConsumer) rebalance(ctx context.Context) (complete bool, err error
 		}
 		pc.assign(s, mine)
 	}
+	if pc.locking() {
+		// Lock the new queues (and renew the others) at once; the lock loop retries those
+		// another member still holds.
+		pc.lockAll(ctx, true)
+	}
 	return complete, nil
 }
 
@@ -186,12 +295,12 @@ func (pc *PushConsumer) publishBrokers(ctx context.Context, addrs []string) {
 	}
 }
 
-// allocate returns the consumer's share of a topic's queues. member is false when the
-// broker does not list the consumer in the group even after a heartbeat; err is set when
-// the member list could not be read.
+// allocate returns the consumer's share of a topic's queues (broadcasting: all of
+// them). member is false when the broker does not list the consumer in the group even
+// after a heartbeat; err is set when the member list could not be read.
 func (pc *PushConsumer) allocate(ctx context.Context, qs []readQueue) (mine []readQueue, member bool, err error) {
-	if len(qs) == 0 {
-		return nil, true, nil
+	if len(qs) == 0 || pc.opts.broadcast {
+		return qs, true, nil
 	}
 	addr := qs[0].addr
 	self := pc.c.clientID
@@ -208,7 +317,20 @@ func (pc *PushConsumer) allocate(ctx context.Context, qs []readQueue) (mine []re
 	if !slices.Contains(ids, self) {
 		return nil, false, nil
 	}
-	return allocateAverage(qs, ids, self), true, nil
+	mqs := make([]MessageQueue, len(qs))
+	for i, q := range qs {
+		mqs[i] = q.mq
+	}
+	share := make(map[MessageQueue]bool)
+	for _, mq := range pc.opts.allocate(mqs, ids, self) {
+		share[mq] = true
+	}
+	for _, q := range qs {
+		if share[q.mq] { // what the strategy returned, restricted to real queues
+			mine = append(mine, q)
+		}
+	}
+	return mine, true, nil
 }
 
 // assign makes mine the consumer's queues of sub's topic: it drops the others and starts
@@ -231,21 +353,34 @@ func (pc *PushConsumer) assign(sub *subscription, mine []readQueue) {
 			q.setAddr(rq.addr)
 			continue
 		}
-		delete(pc.mu.queues, mq)
-		q.drop()
-		pc.wg.Go(func() { pc.finishDrop(q) })
+		pc.dropLocked(q, true)
 		pc.log.Info().Str("queue", mq.String()).Msg("queue dropped")
 	}
 	for _, rq := range mine {
 		if _, ok := pc.mu.queues[rq.mq]; ok {
 			continue
 		}
-		q := pc.newProcessQueue(sub, rq)
+		q := pc.newProcessQueue(sub, rq, pc.mu.draining[rq.mq])
 		pc.mu.queues[rq.mq] = q
 		q.pulling.Add(1)
 		pc.wg.Go(q.pullLoop)
+		if pc.opts.orderly {
+			q.pulling.Add(1)
+			pc.wg.Go(q.consumeLoop)
+		}
 		pc.log.Info().Str("queue", rq.mq.String()).Msg("queue assigned")
 	}
+}
+
+// dropLocked removes q from the queue table and stops it; a goroutine waits for its
+// handlers, then commits its offset (unless commit is false) and releases its lock. The
+// caller holds pc.mu.
+func (pc *PushConsumer) dropLocked(q *processQueue, commit bool) {
+	delete(pc.mu.queues, q.mq)
+	done := make(chan struct{})
+	pc.mu.draining[q.mq] = done
+	q.drop()
+	pc.wg.Go(func() { pc.finishDrop(q, done, commit) })
 }
 
 // rebalanceLoop rebalances every rebalance interval and when asked to, sooner while the

@@ -1,0 +1,138 @@
+package client
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func testQueues(n int) []MessageQueue {
+	out := make([]MessageQueue, n)
+	for i := range out {
+		out[i] = MessageQueue{Topic: "T", BrokerName: fmt.Sprintf("broker-%c", 'a'+i%3), QueueID: int32(i / 3)}
+	}
+	slices.SortFunc(out, compareQueues)
+	return out
+}
+
+func testMembers(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("10.0.0.%d@%d", i+1, 4000+i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// owners maps each queue to the member that allocate gives it to, failing if a queue
+// goes to none or to two.
+func owners(t *testing.T, allocate AllocateFunc, queues []MessageQueue, members []string) map[MessageQueue]string {
+	t.Helper()
+	out := map[MessageQueue]string{}
+	for _, m := range members {
+		mine := allocate(queues, members, m)
+		require.True(t, slices.IsSortedFunc(mine, compareQueues), "%s's share keeps the queue order", m)
+		for _, mq := range mine {
+			require.Empty(t, out[mq], "%s given to %s and %s", mq, out[mq], m)
+			out[mq] = m
+		}
+	}
+	require.Len(t, out, len(queues), "every queue allocated")
+	return out
+}
+
+// moved counts the queues whose owner differs, and checks that each went to want when
+// want is set.
+func moved(t *testing.T, before, after map[MessageQueue]string, want string) int {
+	t.Helper()
+	n := 0
+	for mq, o := range before {
+		if after[mq] != o {
+			n++
+			if want != "" {
+				require.Equal(t, want, after[mq], "%s moved from %s to another old member", mq, o)
+			}
+		}
+	}
+	return n
+}
+
+// TestAllocateConsistentHash: each queue goes to exactly one member; a member joining
+// takes about 1/n of the queues and every queue that moves moves to it; a member leaving
+// moves only its own queues; non-members get nothing. The average strategy moves far
+// more in the same change.
+func TestAllocateConsistentHash(t *testing.T) {
+	queues := testQueues(600)
+	for _, vnodes := range []int{0, 10, 100} {
+		ch := AllocateConsistentHash(vnodes)
+		for k := 1; k <= 6; k++ {
+			members := testMembers(k + 1)
+			old, joiner := slices.Clone(members[:k]), members[k]
+			before := owners(t, ch, queues, old)
+			require.Equal(t, before, owners(t, ch, queues, old), "deterministic")
+			after := owners(t, ch, queues, members)
+			n := moved(t, before, after, joiner)
+			frac := float64(n) / float64(len(queues))
+			t.Logf("%d virtual nodes, %d → %d members: %d of %d queues moved (%.2f; ideal %.2f)",
+				vnodes, k, k+1, n, len(queues), frac, 1/float64(k+1))
+			require.Positive(t, n, "the new member gets queues")
+			if vnodes >= 100 {
+				require.InDelta(t, 1/float64(k+1), frac, 0.15, "about 1/n of the queues move")
+			} else {
+				require.Less(t, frac, 1/float64(k+1)+0.25, "not many more than 1/n of the queues move")
+			}
+			// The joiner leaves again: exactly its queues move back.
+			require.Equal(t, before, owners(t, ch, queues, old))
+			leaver := members[0]
+			rest := members[1:]
+			afterLeave := owners(t, ch, queues, rest)
+			for mq, o := range after {
+				if o != leaver {
+					require.Equal(t, o, afterLeave[mq], "%s moved though its owner stayed", mq)
+				}
+			}
+			if k == 3 {
+				avg := moved(t, owners(t, AllocateAveragely, queues, old), owners(t, AllocateAveragely, queues, members), "")
+				t.Logf("average allocation, 3 → 4 members: %d queues moved", avg)
+				require.Greater(t, avg, n, "consistent hashing moves fewer queues than average allocation")
+			}
+		}
+		require.Nil(t, ch(queues, testMembers(3), "stranger"))
+		require.Nil(t, ch(nil, testMembers(3), testMembers(3)[0]))
+		require.Equal(t, queues, ch(queues, testMembers(1), testMembers(1)[0]), "a lone member gets everything")
+	}
+}
+
+// TestConsistentHashFollowsJava pins the hashes and keys RocketMQ's Java
+// AllocateMessageQueueConsistentHash uses (MD5, first four bytes big endian;
+// "<clientId>-<i>" virtual nodes; MessageQueue.toString).
+func TestConsistentHashFollowsJava(t *testing.T) {
+	require.Equal(t, uint32(0x0cc175b9), ringHash("a"), "md5(a) = 0cc175b9…")
+	require.Equal(t, uint32(0xd41d8cd9), ringHash(""), "md5() = d41d8cd9…")
+	require.Equal(t, "MessageQueue [topic=T, brokerName=broker-a, queueId=3]",
+		MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}.javaString())
+	r := newHashRing([]string{"c1"}, 3)
+	require.Len(t, r, 3)
+	var hs []uint32
+	for i := range 3 {
+		hs = append(hs, ringHash(fmt.Sprintf("c1-%d", i)))
+	}
+	slices.Sort(hs)
+	for i, p := range r {
+		require.Equal(t, hs[i], p.hash)
+	}
+	// A key past the last point wraps to the first.
+	r = hashRing{{hash: 10, member: "x"}, {hash: 20, member: "y"}}
+	for h, want := range map[uint32]string{0: "x", 10: "x", 11: "y", 20: "y", 21: "x", 1<<32 - 1: "x"} {
+		require.Equal(t, want, r.at(h), "hash %d", h)
+	}
+}
+
+func TestAllocateAveragelyMatchesAllocateAverage(t *testing.T) {
+	queues, members := testQueues(10), testMembers(3)
+	for _, m := range members {
+		require.Equal(t, allocateAverage(queues, members, m), AllocateAveragely(queues, members, m))
+	}
+}
