@@ -73,9 +73,10 @@ func (r ConsumeResult) String() string {
 // otherwise) and returns one verdict for all of them. It runs on one of the consumer's
 // worker goroutines, concurrently with other batches, even of the same queue — except
 // with WithOrderly, where a queue's batches are handled one at a time, in queue order.
-// ctx is cancelled when the consumer is closing; a handler that returns ConsumeRetryLater
-// then gets its messages again later (an orderly consumer leaves them unconsumed for the
-// queue's next owner). A panic counts as ConsumeRetryLater.
+// ctx is cancelled when the consumer is closing; a handler that then returns
+// ConsumeRetryLater leaves its messages unconsumed — their offsets uncommitted — for the
+// queue's next owner or the next start, instead of sending them back. A panic counts as
+// ConsumeRetryLater.
 type ConsumeFunc func(ctx context.Context, msgs []*MessageExt) ConsumeResult
 
 // MessageExt is a message as a consumer receives it: the producer's message (topic, flag,
@@ -615,6 +616,12 @@ func (pc *PushConsumer) consume(t *consumeTask) {
 	defer t.q.leave()
 	if pc.call(t.msgs) == ConsumeSuccess {
 		t.q.markDone(t.msgs)
+		return
+	}
+	if pc.ctx.Err() != nil {
+		// Closing: the handler gave up because its context ended. The messages stay
+		// unconsumed (their offsets uncommitted) for the queue's next owner or the next
+		// start, rather than going through the retry topic.
 		return
 	}
 	if pc.opts.broadcast {

@@ -51,14 +51,18 @@ func newConsumeCommand(e *env) *cobra.Command {
 			seen := 0
 			activity := make(chan struct{}, 1)
 			header := false
-			handler := func(_ context.Context, msgs []*client.MessageExt) client.ConsumeResult {
+			handler := func(hctx context.Context, msgs []*client.MessageExt) client.ConsumeResult {
 				mu.Lock()
+				if count > 0 && seen >= count {
+					mu.Unlock()
+					// Not printed: hold it until the consumer closes, which leaves it
+					// unconsumed (uncommitted) for the group.
+					cancel()
+					<-hctx.Done()
+					return client.ConsumeRetryLater
+				}
 				defer mu.Unlock()
 				for _, m := range msgs {
-					if count > 0 && seen >= count {
-						cancel()
-						return client.ConsumeRetryLater // not printed: leave it to the group
-					}
 					seen++
 					e.printConsumed(consumedOf(m), &header)
 				}
@@ -71,7 +75,10 @@ func newConsumeCommand(e *env) *cobra.Command {
 				}
 				return client.ConsumeSuccess
 			}
-			pc, err := c.NewPushConsumer(group, topic, expr, handler, client.WithConsumeFrom(start))
+			// One handler goroutine: each queue's messages print in queue order, and the
+			// messages past --count stay unconsumed, so the group's lag is what is left.
+			pc, err := c.NewPushConsumer(group, topic, expr, handler, client.WithConsumeFrom(start),
+				client.WithConsumeGoroutines(1))
 			if err != nil {
 				return err
 			}

@@ -108,6 +108,7 @@ func newRoot(e *env) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e))
+	root.AddCommand(adminCommands(e)...)
 	return root
 }
 
