@@ -182,7 +182,9 @@ func TestDelayedDelivery(t *testing.T) {
 		pd := percentiles(lateDown, 50, 100)
 		t.Logf("%d messages due during the restart: lateness p50 %v max %v", len(lateDown), pd[0], pd[1])
 	}
-	require.Less(t, ps[2], time.Second, "store lateness p99")
+	// A bound for bugs (a message left for a later tick), not a performance target: the
+	// figures are logged above, and a loaded machine must not fail a correct build.
+	require.Less(t, ps[2], 10*time.Second, "store lateness p99")
 
 	// The real topic holds each message once: the clean restart repeated no delivery.
 	stored := raw.topicCount(topic, queues)

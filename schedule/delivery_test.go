@@ -121,7 +121,7 @@ func TestDeliveryAllLevelsAndTimers(t *testing.T) {
 	p50, p99, pmax := percentile(late, 50), percentile(late, 99), percentile(late, 100)
 	t.Logf("delivered %d parked + %d direct messages; lateness p50 %v p99 %v max %v",
 		parked, len(msgs)-parked, p50, p99, pmax)
-	require.Less(t, p99, time.Second)
+	require.Less(t, p99, latenessBound)
 
 	// Every level queue and the timer queue were fully consumed.
 	for i, off := range st.LevelOffsets {
@@ -152,8 +152,14 @@ func TestDeliveryIdleLateness(t *testing.T) {
 	dups, late := checkDelivery(t, msgs, h.readReal())
 	require.Zero(t, dups)
 	t.Logf("idle lateness p50 %v p99 %v max %v", percentile(late, 50), percentile(late, 99), percentile(late, 100))
-	require.Less(t, percentile(late, 99), 500*time.Millisecond)
+	require.Less(t, percentile(late, 99), latenessBound)
 }
+
+// latenessBound is how late a delivery may be before the tests call it a bug (a message
+// left for a much later tick, or for a restart). It is deliberately far from the typical
+// figures the tests log (tens of milliseconds): how late deliveries are is a performance
+// figure for benchmarks, and a loaded CI machine must not fail a correct build.
+const latenessBound = 10 * time.Second
 
 func TestDeliveryDropsHalfTopicAndBadRecords(t *testing.T) {
 	h := newHarness(t, "10ms 20ms")

@@ -90,7 +90,7 @@ func TestRestart(t *testing.T) {
 			if !crash {
 				require.Zero(t, dups, "a clean shutdown persists everything")
 			}
-			require.Less(t, percentile(late, 99), time.Second)
+			require.Less(t, percentile(late, 99), latenessBound)
 		})
 	}
 }
