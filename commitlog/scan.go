@@ -19,6 +19,9 @@ type ScanEvent struct {
 	Record *message.Record
 	// Quarantined marks a range recovery set aside earlier.
 	Quarantined bool
+	// Filler marks the blank filler that pads the end of a segment. Only ScanSegment
+	// reports fillers; Log.Scan steps over them.
+	Filler bool
 	// Err is why the bytes at Offset are not a valid record; Size then covers them up to
 	// where valid data resumes (or the end of the scanned range).
 	Err error

@@ -114,3 +114,51 @@ func checkQueue(t *testing.T, q *Queue) {
 		}
 	}
 }
+
+// FuzzDecodeUnit decodes arbitrary bytes as a unit: short input is ErrShortUnit, anything
+// else round-trips through the encoder, and the classifications agree with each other.
+func FuzzDecodeUnit(f *testing.F) {
+	enc := func(u Unit) []byte {
+		b := make([]byte, UnitSize)
+		encodeUnit(b, u)
+		return b
+	}
+	f.Add(enc(unitFor(3)))
+	f.Add(enc(Unit{Size: preBlankSize}))
+	f.Add(enc(Unit{Offset: 77, Size: holeSize}))
+	f.Add(make([]byte, UnitSize))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := DecodeUnit(b)
+		if len(b) < UnitSize {
+			require.ErrorIs(t, err, ErrShortUnit)
+			require.ErrorIs(t, err, ErrInvalidUnit)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, b[:UnitSize], enc(u))
+		if u.Zero() || u.Offset < 0 || u.Size <= 0 {
+			require.False(t, u.Valid())
+		}
+		if u.PreBlank() {
+			require.True(t, u.Valid())
+			require.False(t, u.Hole())
+		}
+		if u.Hole() {
+			require.Equal(t, u.Offset >= 0, u.Valid())
+		}
+		if u.Follows(u) {
+			require.True(t, u.Valid())
+		}
+	})
+}
+
+func TestParseSegmentName(t *testing.T) {
+	first, ok := ParseSegmentName(segmentName(300_000))
+	require.True(t, ok)
+	require.Equal(t, int64(300_000), first)
+	for _, bad := range []string{"", "00000000000000000001", "0000000000000000000x", "123"} {
+		_, ok := ParseSegmentName(bad)
+		require.False(t, ok, bad)
+	}
+}

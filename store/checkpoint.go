@@ -102,3 +102,62 @@ func loadCheckpoint(fsys mmap.FS, path string) (checkpoint, error) {
 	}
 	return decodeCheckpoint(b)
 }
+
+// CheckpointFields is every field of a checkpoint file as stored, for tools that read it
+// without opening the store (ferryctl dump checkpoint). Valid says whether recovery would
+// trust Ferry's offsets; the fields are filled in either way.
+type CheckpointFields struct {
+	// RocketMQ 4.x: store times (Unix ms) of the last flushed commit-log record, the last
+	// dispatched record, and the same for the index.
+	PhysicMsgTimestamp, LogicsMsgTimestamp, IndexMsgTimestamp int64
+	// RocketMQ 5.x: commit-log flushed offsets; HasRocketMQ5 reports the file is long
+	// enough to hold them.
+	MasterFlushedOffset, ConfirmPhyOffset int64
+	HasRocketMQ5                          bool
+	// HasFerryFields reports Ferry's magic "FERRYCP1" at byte 40.
+	HasFerryFields bool
+	// FlushedOffset (the commit log is durable below it) and DispatchedOffset (consume
+	// queues and index are durable below it), Ferry's fields as stored.
+	FlushedOffset, DispatchedOffset int64
+	// StoredCRC and ComputedCRC are the CRC-32 at byte 64 and that of bytes [40, 64).
+	StoredCRC, ComputedCRC uint32
+	// Valid reports that Ferry's fields are present and intact: recovery trusts them.
+	Valid bool
+	// Problem says why Ferry's fields are not trusted ("" when Valid, or when they are
+	// absent: a RocketMQ checkpoint).
+	Problem string
+}
+
+// DecodeCheckpoint reads every field of a checkpoint file b without judging it beyond what
+// recovery does (Valid, Problem). It fails only when b is shorter than RocketMQ 4.x's 24
+// bytes.
+func DecodeCheckpoint(b []byte) (CheckpointFields, error) {
+	var c CheckpointFields
+	if len(b) < 24 {
+		return c, fmt.Errorf("%w: %d bytes", errBadCheckpoint, len(b))
+	}
+	be := binary.BigEndian
+	c.PhysicMsgTimestamp = int64(be.Uint64(b[0:]))
+	c.LogicsMsgTimestamp = int64(be.Uint64(b[8:]))
+	c.IndexMsgTimestamp = int64(be.Uint64(b[16:]))
+	if len(b) >= cpMagicAt {
+		c.HasRocketMQ5 = true
+		c.MasterFlushedOffset = int64(be.Uint64(b[24:]))
+		c.ConfirmPhyOffset = int64(be.Uint64(b[32:]))
+	}
+	if len(b) < cpCRCAt+4 || string(b[cpMagicAt:cpMagicAt+8]) != checkpointMagic {
+		return c, nil
+	}
+	c.HasFerryFields = true
+	c.FlushedOffset = int64(be.Uint64(b[cpFlushedAt:]))
+	c.DispatchedOffset = int64(be.Uint64(b[cpDispatchedAt:]))
+	c.StoredCRC = be.Uint32(b[cpCRCAt:])
+	c.ComputedCRC = crc32.ChecksumIEEE(b[cpMagicAt:cpCRCAt])
+	switch _, err := decodeCheckpoint(b); {
+	case err != nil:
+		c.Problem = err.Error()
+	default:
+		c.Valid = true
+	}
+	return c, nil
+}

@@ -170,12 +170,22 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Names under the store root (Options.Dir): RocketMQ's store layout, part of the on-disk
+// format.
+const (
+	CommitLogDirName    = "commitlog"
+	ConsumeQueueDirName = "consumequeue"
+	IndexDirName        = "index"
+	CheckpointFileName  = checkpointName
+	AbortFileName       = "abort"
+)
+
 // Paths under Dir (RocketMQ's store layout).
-func (o *Options) commitLogDir() string    { return filepath.Join(o.Dir, "commitlog") }
-func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, "consumequeue") }
-func (o *Options) indexDir() string        { return filepath.Join(o.Dir, "index") }
+func (o *Options) commitLogDir() string    { return filepath.Join(o.Dir, CommitLogDirName) }
+func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, ConsumeQueueDirName) }
+func (o *Options) indexDir() string        { return filepath.Join(o.Dir, IndexDirName) }
 func (o *Options) checkpointPath() string  { return filepath.Join(o.Dir, checkpointName) }
-func (o *Options) abortPath() string       { return filepath.Join(o.Dir, "abort") }
+func (o *Options) abortPath() string       { return filepath.Join(o.Dir, AbortFileName) }
 
 // reserveQueueFiles is how many new consume-queue files the disk reserve leaves room for.
 const reserveQueueFiles = 16

@@ -107,7 +107,7 @@ func newRoot(e *env) *cobra.Command {
 		return usageError("-o must be table, json or yaml, not %q", e.output)
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
-	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e))
+	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e), newDumpCommand(e))
 	root.AddCommand(adminCommands(e)...)
 	return root
 }
