@@ -7,6 +7,7 @@ import (
 
 // registerHandlers maps every served request code to its handler and worker pool.
 func (b *Broker) registerHandlers() error {
+	calls := b.newClientCalls()
 	routes := []struct {
 		code protocol.RequestCode
 		pool string
@@ -44,6 +45,9 @@ func (b *Broker) registerHandlers() error {
 		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho},
 		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig},
 		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo},
+		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset},
+		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly},
+		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo},
 	}
 	for _, r := range routes {
 		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {

@@ -105,6 +105,7 @@ func New(opts ...Option) (*Client, error) {
 	for _, rc := range []*remoting.Client{c.json, c.native} {
 		rc.Handle(int16(protocol.NotifyConsumerIDsChanged), remoting.HandlerFunc(c.onConsumerIDsChanged))
 		c.handleTransactionChecks(rc)
+		c.handleBrokerCalls(rc)
 	}
 	c.wg.Go(c.routeLoop)
 	c.wg.Go(c.heartbeatLoop)

@@ -387,8 +387,9 @@ type PushConsumer struct {
 
 	mu struct {
 		sync.Mutex
-		state  int
-		queues map[MessageQueue]*processQueue
+		state     int
+		startedAt time.Time // when Start ran (running info)
+		queues    map[MessageQueue]*processQueue
 		// draining holds, per dropped queue still finishing (handlers, commit, unlock), a
 		// channel closed when it is done: the queue's next processQueue waits for it.
 		draining map[MessageQueue]chan struct{}
@@ -479,7 +480,7 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.mu.Unlock()
 		return err
 	}
-	pc.mu.state = consumerStarted
+	pc.mu.state, pc.mu.startedAt = consumerStarted, time.Now()
 	pc.ctx, pc.cancel = context.WithCancel(context.Background())
 	if !pc.opts.orderly {
 		for range pc.opts.workers {

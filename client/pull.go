@@ -59,6 +59,8 @@ type processQueue struct {
 	locked   chan struct{} // closed when the broker first grants the lock (clustering)
 	lockOnce sync.Once
 
+	reset *int64 // where an offset reset restarts the queue (brokercalls.go); set before its loops start
+
 	commitMu  sync.Mutex // serializes the queue's commits
 	committed int64      // last committed offset (-1: none); guarded by commitMu
 
@@ -238,7 +240,7 @@ func (q *processQueue) pullLoop() {
 		return
 	}
 	for {
-		off, err := pc.startOffset(q)
+		off, err := q.firstOffset()
 		if err == nil {
 			q.start(off)
 			break

@@ -230,6 +230,8 @@ func bodyCodecs() []bodyCodec {
 		bodyCase("consume message directly result", DecodeConsumeMessageDirectlyResult, EncodeConsumeMessageDirectlyResult, true,
 			`{"order":false,"autoCommit":true,"consumeResult":4,"remark":"x","spentTimeMills":3}`,
 			`{"consumeResult":"CR_LATER"}`),
+		bodyCase("consumer running info", DecodeConsumerRunningInfo, EncodeConsumerRunningInfo, true, goClientRunningInfo,
+			`{"jstack":"","mqTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"droped":true}},"properties":{"k":"v"},"statusTable":{"T":{"pullRT":1}},"subscriptionSet":[{"topic":"T"}]}`),
 		bodyCase("broker config version", version, encVersion, true, `{"counter":2,"stateVersion":0,"timestamp":1700000000000}`),
 		bodyCase("config properties", props, encProps, true,
 			"brokerName=broker-a\nlistenPort : 10911\n# c\nk\\ 1=v\\u00E9\\\n  more\r\n"),

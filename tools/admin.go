@@ -593,7 +593,8 @@ func newConsumerCommand(e *env) *cobra.Command {
 	reset.Flags().StringVar(&toTime, "to-time", "", "the first message stored at or after this time (RFC 3339)")
 	reset.Flags().BoolVar(&toEarliest, "to-earliest", false, "the oldest stored message")
 	reset.Flags().BoolVar(&toLatest, "to-latest", false, "the end: skip everything stored")
-	return group("consumer", "Consumer groups at work: lag, connections, offset resets", progress, connections, reset)
+	return group("consumer", "Consumer groups at work: lag, connections, offset resets, running state",
+		progress, connections, reset, newRunningInfoCommand(e))
 }
 
 func newProducerCommand(e *env) *cobra.Command {

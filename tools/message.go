@@ -208,5 +208,5 @@ func newMessageCommand(e *env) *cobra.Command {
 		RunE:    run(true),
 	}
 	flags(printCmd)
-	return group("message", "Find and show stored messages", query, printCmd)
+	return group("message", "Find, show and resend stored messages", query, printCmd, newResendCommand(e))
 }
