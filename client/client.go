@@ -50,7 +50,8 @@ type Client struct {
 		producers map[string]int           // producer group → producers using it
 		consumers map[string]*PushConsumer // consumer group → its started consumer
 	}
-	txn txnRegistry // transaction producers by group (transaction.go)
+	txn  txnRegistry  // transaction producers by group (transaction.go)
+	lite liteRegistry // started lite-pull consumers (litepull.go)
 
 	retire struct { // brokers whose JSON connection is closed once idle (heartbeatLoop)
 		sync.Mutex
@@ -119,7 +120,7 @@ func (c *Client) ClientID() string { return c.clientID }
 // background work and closes every connection; calls in flight fail with ErrClosed or a
 // connection error. It is idempotent.
 func (c *Client) Close() error {
-	cerr := c.closeConsumers()
+	cerr := errors.Join(c.closeConsumers(), c.closeLitePullConsumers())
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -245,6 +246,7 @@ func (c *Client) brokerAddrs() []string {
 	c.groups.Lock()
 	out = c.consumerBrokersLocked(out)
 	c.groups.Unlock()
+	out = c.liteBrokers(out)
 	return c.transactionBrokers(out)
 }
 
@@ -269,6 +271,7 @@ func (c *Client) heartbeat(ctx context.Context, addr string) error {
 		data.ConsumerDataSet = append(data.ConsumerDataSet, pc.consumerData())
 	}
 	c.groups.Unlock()
+	data.ConsumerDataSet = c.liteConsumerData(data.ConsumerDataSet)
 	body, err := protocol.EncodeHeartbeatData(&data)
 	if err != nil {
 		return fmt.Errorf("client: encode heartbeat: %w", err)

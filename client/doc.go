@@ -117,5 +117,36 @@
 // range, QueryByOffset) and consumer groups (offsets, lag, resets by time, subscription
 // groups, connections).
 //
-// Not in this package yet: the pull and lite-pull consumers.
+// # Pulling
+//
+// A PullConsumer (Client.NewPullConsumer) is the low level: Pull reads up to n messages
+// of one queue from an explicit offset and says what it found (PullFound,
+// PullNoNewMessage, PullNoMatchedMessage, PullOffsetIllegal) with the next offset and the
+// queue's bounds; PullWait lets the broker hold the request until a message arrives.
+// FetchQueues lists a topic's queues; CommittedOffset and CommitOffset read and write
+// the group's offsets, MinOffset, MaxOffset and OffsetByTime the queue's. It joins no
+// group and keeps no state but broker addresses.
+//
+// A LitePullConsumer (Client.NewLitePullConsumer, like RocketMQ's
+// DefaultLitePullConsumer) pulls in the background and hands messages out through Poll:
+//
+//	lc, err := c.NewLitePullConsumer("my-group", client.WithConsumeFrom(client.ConsumeFromFirstOffset))
+//	if err != nil { ... }
+//	if err := lc.Subscribe("my-topic", "*"); err != nil { ... } // or lc.Assign(queues...)
+//	if err := lc.Start(ctx); err != nil { ... }
+//	defer lc.Close()
+//	for {
+//		for _, m := range lc.Poll(ctx, time.Second) {
+//			// ...
+//		}
+//	}
+//
+// Subscribed, it is a clustering member of its group (heartbeats as CONSUME_ACTIVELY)
+// and takes its share of the queues the way push members do, so it can share a group
+// with them; assigned, it reads the queues it was given without joining the group.
+// Each queue is pulled with long polling into a buffer bounded by WithQueueCacheLimits;
+// Seek, SeekToBegin and SeekToEnd move a queue, Pause and Resume stop and restart it.
+// What Poll returned is committed every WithCommitInterval, when a queue is dropped and
+// on Close; with WithManualCommit only by Commit. Queues start at the group's committed
+// offsets, else where WithConsumeFrom says.
 package client

@@ -480,5 +480,6 @@ func (c *Client) onConsumerIDsChanged(_ context.Context, _ remoting.Channel, req
 	if pc != nil {
 		pc.requestRebalance()
 	}
+	c.notifyLiteConsumers(h.ConsumerGroup)
 	return nil, nil
 }

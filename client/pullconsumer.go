@@ -1,0 +1,373 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+)
+
+// The low-level pull consumer: one request per call, nothing in the background. A Pull
+// is PULL_MESSAGE (11) with the subscription in the request (sysFlag SUBSCRIPTION, plus
+// SUSPEND for PullWait), as the official Go client's pull consumers send it, so it works
+// against every RocketMQ 4.x broker; the broker never stores an offset from a pull (no
+// COMMIT_OFFSET bit). Offsets are read and written with QUERY_CONSUMER_OFFSET (14) and
+// UPDATE_CONSUMER_OFFSET (15), queue bounds with GET_MIN_OFFSET (31), GET_MAX_OFFSET (30)
+// and SEARCH_OFFSET_BY_TIMESTAMP (29). Requests go to the master of the queue's broker
+// name, looked up on the name servers once and again after a connection error.
+
+// maxPullNums bounds the messages one pull asks for.
+const maxPullNums = 1024
+
+// pullTimeoutMargin is how much longer than the broker's hold a long-polling pull waits
+// for its answer.
+const pullTimeoutMargin = 15 * time.Second
+
+// PullStatus is the outcome of a pull.
+type PullStatus int
+
+// Pull outcomes.
+const (
+	// PullFound: messages were found (PullResult.Messages).
+	PullFound PullStatus = iota
+	// PullNoNewMessage: the offset is the queue's end; nothing to read yet
+	// (PULL_NOT_FOUND).
+	PullNoNewMessage
+	// PullNoMatchedMessage: messages were read but none matched the expression
+	// (PULL_RETRY_IMMEDIATELY, or every message of a found batch filtered out on the
+	// client); pull again from NextOffset.
+	PullNoMatchedMessage
+	// PullOffsetIllegal: the offset is below the queue's minimum or past its end
+	// (PULL_OFFSET_MOVED); NextOffset is where to go instead.
+	PullOffsetIllegal
+)
+
+// String names the status.
+func (s PullStatus) String() string {
+	switch s {
+	case PullFound:
+		return "Found"
+	case PullNoNewMessage:
+		return "NoNewMessage"
+	case PullNoMatchedMessage:
+		return "NoMatchedMessage"
+	case PullOffsetIllegal:
+		return "OffsetIllegal"
+	}
+	return fmt.Sprintf("PullStatus(%d)", int(s))
+}
+
+// PullResult is what one pull got.
+type PullResult struct {
+	// Status says what happened.
+	Status PullStatus
+	// Messages are the messages found that match the expression, in queue order (only
+	// with PullFound). Their bodies are inflated; transactional messages that are not
+	// committed never appear.
+	Messages []*MessageExt
+	// NextOffset is where the next pull of the queue starts: after the last message read
+	// (filtered ones included), or the corrected offset of PullOffsetIllegal.
+	NextOffset int64
+	// MinOffset is the queue's smallest stored offset; MaxOffset the next one to be
+	// written, both as the broker answered.
+	MinOffset, MaxOffset int64
+}
+
+// PullConsumer pulls messages of given queues at given offsets for a consumer group and
+// reads and writes the group's committed offsets; the caller decides everything else.
+// It starts no goroutine and joins no group (the brokers do not list it as a member), so
+// it needs no closing. Create it with Client.NewPullConsumer; it is safe for concurrent
+// use. For a consumer that pulls in the background and takes its share of a group's
+// queues, see LitePullConsumer.
+type PullConsumer struct {
+	c     *Client
+	group string
+
+	addrs struct { // broker name → master address, learned from routes
+		sync.Mutex
+		m map[string]string
+	}
+}
+
+// NewPullConsumer returns a pull consumer of group. It contacts nobody.
+func (c *Client) NewPullConsumer(group string) (*PullConsumer, error) {
+	if err := protocol.ValidateGroup(group); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	p := &PullConsumer{c: c, group: group}
+	p.addrs.m = make(map[string]string)
+	return p, nil
+}
+
+// Group is the consumer group.
+func (p *PullConsumer) Group() string { return p.group }
+
+// FetchQueues lists the readable queues of topic on brokers with a master, sorted by
+// broker name and queue id. A topic the name servers do not know is an error wrapping
+// ErrNoRoute.
+func (p *PullConsumer) FetchQueues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	if err := protocol.ValidateTopic(topic); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	qs, err := p.c.readQueues(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	p.learn(qs)
+	out := make([]MessageQueue, len(qs))
+	for i, q := range qs {
+		out[i] = q.mq
+	}
+	return out, nil
+}
+
+// Pull reads up to maxNums messages (1..1024) of mq from offset, keeping those whose tag
+// matches expr ("*" or "" for all, or "tagA || tagB"). The broker answers at once: with
+// nothing new the status is PullNoNewMessage. Errors wrap ErrInvalidArgument (bad
+// arguments), ErrNoRoute (unknown topic or broker) or ErrBroker (a refusal, e.g. a queue
+// id past the topic's queues).
+func (p *PullConsumer) Pull(ctx context.Context, mq MessageQueue, offset int64, maxNums int, expr string) (PullResult, error) {
+	return p.PullWait(ctx, mq, offset, maxNums, expr, 0)
+}
+
+// PullWait is Pull with long polling: when nothing new is stored at offset the broker
+// holds the request until a message arrives or wait passes (then PullNoNewMessage). A
+// deadline of ctx shorter than wait shortens the hold; wait ≤ 0 is Pull.
+func (p *PullConsumer) PullWait(ctx context.Context, mq MessageQueue, offset int64, maxNums int, expr string, wait time.Duration) (PullResult, error) {
+	if err := checkQueue(mq); err != nil {
+		return PullResult{}, err
+	}
+	if offset < 0 || maxNums < 1 || maxNums > maxPullNums {
+		return PullResult{}, fmt.Errorf("%w: offset %d (≥ 0), max messages %d (1..%d)", ErrInvalidArgument,
+			offset, maxNums, maxPullNums)
+	}
+	sub, err := newSubscription(mq.Topic, expr, false)
+	if err != nil {
+		return PullResult{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return p.pull(ctx, mq, offset, maxNums, sub, wait)
+}
+
+// pull sends one pull and sorts its answer out.
+func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, maxNums int, sub *subscription, wait time.Duration) (PullResult, error) {
+	if dl, ok := ctx.Deadline(); ok && wait > 0 {
+		// Leave the answer time to arrive before the caller gives up.
+		left := time.Until(dl)
+		wait = min(wait, left-left/5)
+		if wait < 10*time.Millisecond {
+			wait = 0
+		}
+	}
+	h := protocol.PullMessageRequestHeader{
+		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, QueueOffset: offset,
+		MaxMsgNums: int32(maxNums), SysFlag: protocol.PullFlagSubscription,
+		Subscription: sub.expr, SubVersion: sub.version, ExpressionType: protocol.ExpressionTag,
+		BrokerName: mq.BrokerName,
+	}
+	if wait > 0 {
+		h.SysFlag |= protocol.PullFlagSuspend
+		h.SuspendTimeoutMillis = wait.Milliseconds()
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, wait+pullTimeoutMargin)
+			defer cancel()
+		}
+	}
+	addr, err := p.brokerAddr(ctx, mq)
+	if err != nil {
+		return PullResult{}, err
+	}
+	resp, err := p.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
+	var res PullResult
+	var be *BrokerError
+	switch {
+	case err == nil:
+		res.Status = PullFound
+	case !errors.As(err, &be):
+		if ctx.Err() == nil {
+			p.forget(mq.BrokerName)
+		}
+		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
+	case be.Code == protocol.PullNotFound:
+		res.Status = PullNoNewMessage
+	case be.Code == protocol.PullRetryImmediately:
+		res.Status = PullNoMatchedMessage
+	case be.Code == protocol.PullOffsetMoved:
+		res.Status = PullOffsetIllegal
+	default:
+		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
+	}
+	var rh protocol.PullMessageResponseHeader
+	if err := rh.DecodeExt(resp.ExtFields); err != nil {
+		return PullResult{}, fmt.Errorf("client: pull response from %s: %w", addr, err)
+	}
+	res.NextOffset, res.MinOffset, res.MaxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
+	if res.Status != PullFound {
+		return res, nil
+	}
+	msgs, err := p.c.Admin().decodeRecords(resp.Body, mq.BrokerName)
+	if err != nil {
+		return PullResult{}, fmt.Errorf("client: pull %s at %d from %s: %w", mq, offset, addr, err)
+	}
+	for _, m := range msgs {
+		// Drop what the broker's hash filter let through by collision, and half or
+		// rolled-back transactional records.
+		if message.IsConsumable(m.SysFlag) && sub.matches(m.Tags()) {
+			res.Messages = append(res.Messages, m)
+		}
+	}
+	if len(res.Messages) == 0 {
+		res.Status = PullNoMatchedMessage
+	}
+	return res, nil
+}
+
+// CommittedOffset is the group's committed offset of mq — the next message the group
+// will consume — or −1 when it has none.
+func (p *PullConsumer) CommittedOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	if err := checkQueue(mq); err != nil {
+		return 0, err
+	}
+	addr, err := p.brokerAddr(ctx, mq)
+	if err != nil {
+		return 0, err
+	}
+	no := false // a group without an offset has none, even in a never-truncated queue
+	off, err := p.c.Admin().queueOffset(ctx, addr, protocol.QueryConsumerOffset, &protocol.QueryConsumerOffsetRequestHeader{
+		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, SetZeroIfNotFound: &no, BrokerName: mq.BrokerName})
+	switch {
+	case hasCode(err, protocol.QueryNotFound):
+		return -1, nil
+	case err != nil:
+		p.forgetOnTransportError(mq.BrokerName, err)
+		return 0, fmt.Errorf("client: committed offset of %s in %s: %w", p.group, mq, err)
+	}
+	return max(off, -1), nil
+}
+
+// CommitOffset stores offset (the next message to consume) as the group's committed
+// offset of mq on its broker.
+func (p *PullConsumer) CommitOffset(ctx context.Context, mq MessageQueue, offset int64) error {
+	if err := checkQueue(mq); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: offset %d (≥ 0)", ErrInvalidArgument, offset)
+	}
+	addr, err := p.brokerAddr(ctx, mq)
+	if err != nil {
+		return err
+	}
+	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
+		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: offset, BrokerName: mq.BrokerName})
+	if _, err := p.c.invoke(ctx, addr, req); err != nil {
+		p.forgetOnTransportError(mq.BrokerName, err)
+		return fmt.Errorf("client: commit offset %d of %s for %s: %w", offset, mq, p.group, err)
+	}
+	return nil
+}
+
+// MinOffset is the smallest offset mq still stores.
+func (p *PullConsumer) MinOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	return p.bound(ctx, mq, protocol.GetMinOffset, &protocol.GetMinOffsetRequestHeader{
+		Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName})
+}
+
+// MaxOffset is the offset the next message stored in mq will get (the queue's end).
+func (p *PullConsumer) MaxOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	return p.bound(ctx, mq, protocol.GetMaxOffset, &protocol.GetMaxOffsetRequestHeader{
+		Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName})
+}
+
+// OffsetByTime is the offset of the first message of mq stored at or after t: the max
+// offset when all are older, the min offset when all are newer.
+func (p *PullConsumer) OffsetByTime(ctx context.Context, mq MessageQueue, t time.Time) (int64, error) {
+	return p.bound(ctx, mq, protocol.SearchOffsetByTimestamp, &protocol.SearchOffsetRequestHeader{
+		Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: t.UnixMilli(), BrokerName: mq.BrokerName})
+}
+
+// bound sends a queue-offset request about mq to its broker.
+func (p *PullConsumer) bound(ctx context.Context, mq MessageQueue, code protocol.RequestCode, h protocol.Header) (int64, error) {
+	if err := checkQueue(mq); err != nil {
+		return 0, err
+	}
+	addr, err := p.brokerAddr(ctx, mq)
+	if err != nil {
+		return 0, err
+	}
+	off, err := p.c.Admin().queueOffset(ctx, addr, code, h)
+	if err != nil {
+		p.forgetOnTransportError(mq.BrokerName, err)
+		return 0, fmt.Errorf("client: %s of %s: %w", code, mq, err)
+	}
+	return off, nil
+}
+
+// checkQueue refuses a malformed queue.
+func checkQueue(mq MessageQueue) error {
+	if err := protocol.ValidateTopic(mq.Topic); err != nil {
+		return fmt.Errorf("%w: queue %s: %w", ErrInvalidArgument, mq, err)
+	}
+	if mq.BrokerName == "" || mq.QueueID < 0 {
+		return fmt.Errorf("%w: queue %s: a broker name and a queue id ≥ 0 are needed", ErrInvalidArgument, mq)
+	}
+	return nil
+}
+
+// brokerAddr is the master address of mq's broker, looked up on the name servers (by
+// mq's topic) when not known yet. A broker learned for the first time gets a heartbeat,
+// so the client knows which header codec it speaks before the first pull.
+func (p *PullConsumer) brokerAddr(ctx context.Context, mq MessageQueue) (string, error) {
+	p.addrs.Lock()
+	addr, ok := p.addrs.m[mq.BrokerName]
+	p.addrs.Unlock()
+	if ok {
+		return addr, nil
+	}
+	qs, err := p.c.readQueues(ctx, mq.Topic)
+	if err != nil {
+		return "", err
+	}
+	p.learn(qs)
+	p.addrs.Lock()
+	addr, ok = p.addrs.m[mq.BrokerName]
+	p.addrs.Unlock()
+	if !ok {
+		return "", fmt.Errorf("%w %s: no master of broker %s", ErrNoRoute, mq.Topic, mq.BrokerName)
+	}
+	if _, ferry := p.c.ferry.Load(addr); !ferry {
+		if err := p.c.heartbeat(ctx, addr); err != nil {
+			p.c.log.Debug().Err(err).Str("broker", addr).Msg("first heartbeat failed")
+		}
+	}
+	return addr, nil
+}
+
+// learn records the broker addresses of a topic's queues.
+func (p *PullConsumer) learn(qs []readQueue) {
+	p.addrs.Lock()
+	for _, q := range qs {
+		p.addrs.m[q.mq.BrokerName] = q.addr
+	}
+	p.addrs.Unlock()
+}
+
+// forget drops a broker's address after a connection error, so the next request looks
+// the route up again.
+func (p *PullConsumer) forget(broker string) {
+	p.addrs.Lock()
+	delete(p.addrs.m, broker)
+	p.addrs.Unlock()
+}
+
+// forgetOnTransportError is forget unless err is the broker's own answer.
+func (p *PullConsumer) forgetOnTransportError(broker string, err error) {
+	var be *BrokerError
+	if !errors.As(err, &be) {
+		p.forget(broker)
+	}
+}
