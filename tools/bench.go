@@ -21,7 +21,7 @@ func newBenchCommand(e *env) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure throughput and latency against a running cluster",
 	}
-	cmd.AddCommand(newBenchProduceCommand(e), newBenchConsumeCommand(e))
+	cmd.AddCommand(newBenchProduceCommand(e), newBenchConsumeCommand(e), newBenchTxCommand(e))
 	return cmd
 }
 
@@ -330,5 +330,99 @@ func newBenchConsumeCommand(e *env) *cobra.Command {
 	f.StringVarP(&group, "group", "g", "", "consumer group (default: a new one)")
 	f.Int64Var(&count, "count", 0, "stop after this many messages")
 	f.DurationVar(&duration, "duration", 10*time.Second, "stop after this long")
+	return cmd
+}
+
+func newBenchTxCommand(e *env) *cobra.Command {
+	var (
+		topic, group    string
+		producers, size int
+		count           int64
+		duration        time.Duration
+		rollbackEvery   int
+	)
+	cmd := &cobra.Command{
+		Use:   "tx -t TOPIC [flags]",
+		Short: "Run transactions (half message, local transaction, commit) and report their rate and latency",
+		Long: "bench tx runs --producers transactional producers, each running one transaction at a\n" +
+			"time: send the half message, run an empty local transaction, end it with commit (every\n" +
+			"--rollback-every-th with rollback). Latency is the whole transaction, from the half\n" +
+			"message's send to the broker's answer to END_TRANSACTION.",
+		Args:    cobra.NoArgs,
+		Example: "  ferryctl bench tx -t TxBench --producers 4 --duration 10s",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case topic == "":
+				return usageError("-t/--topic is required")
+			case producers <= 0 || size <= 0:
+				return usageError("--producers and --size must be positive")
+			case count <= 0 && duration <= 0:
+				return usageError("give --count or --duration")
+			}
+			checker := client.TransactionCheckerFunc(func(context.Context, *client.MessageExt) client.TransactionState {
+				return client.TransactionRollback // a check means the benchmark died mid-transaction
+			})
+			tps := make([]*client.TransactionProducer, producers)
+			for i := range tps {
+				c, err := e.newClient()
+				if err != nil {
+					return err
+				}
+				defer func() { _ = c.Close() }()
+				if tps[i], err = c.NewTransactionProducer(group, checker); err != nil {
+					return err
+				}
+				defer func() { _ = tps[i].Close() }()
+			}
+			ctx := cmd.Context()
+			if duration > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, duration)
+				defer cancel()
+			}
+			body := make([]byte, size)
+			r := &benchRun{lat: newLatencies(), start: time.Now()}
+			stop := make(chan struct{})
+			var shown sync.WaitGroup
+			shown.Go(func() { e.progress(r, count, duration, stop) })
+			var issued atomic.Int64
+			var wg sync.WaitGroup
+			for _, tp := range tps {
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						n := issued.Add(1)
+						if count > 0 && n > count {
+							return
+						}
+						outcome := client.TransactionCommit
+						if rollbackEvery > 0 && n%int64(rollbackEvery) == 0 {
+							outcome = client.TransactionRollback
+						}
+						t0 := time.Now()
+						_, err := tp.SendInTransaction(context.WithoutCancel(ctx), message.NewMessage(topic, body),
+							func(context.Context, *message.Message, client.SendResult) client.TransactionState { return outcome })
+						if err != nil {
+							r.fail(err)
+							continue
+						}
+						r.lat.record(time.Since(t0))
+						r.done.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			shown.Wait()
+			return e.report("tx", r, size)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&topic, "topic", "t", "", "topic of the transactional messages (required)")
+	f.StringVarP(&group, "group", "g", "ferryctl-bench-tx", "transactional producer group")
+	f.IntVar(&producers, "producers", 4, "transactional producers, each on its own connection")
+	f.IntVar(&size, "size", 1024, "body size in bytes")
+	f.Int64Var(&count, "count", 0, "transactions in all (0: until --duration)")
+	f.DurationVar(&duration, "duration", 10*time.Second, "how long to run (0 with --count: until done)")
+	f.IntVar(&rollbackEvery, "rollback-every", 0, "roll back every n-th transaction (0: commit all)")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -150,4 +151,33 @@ func TestBadInputIsOneLineAndNonZero(t *testing.T) {
 	_, errOut, code = run(t, "127.0.0.1:1", "send", "-t", "bad topic!", "x")
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, "illegal")
+}
+
+func TestBenchTx(t *testing.T) {
+	c := testutil.StartCluster(t)
+	out, errOut, code := run(t, c.NamesrvAddr, "bench", "tx", "-t", "CtlTx", "--count", "200", "--duration", "0",
+		"--producers", "2", "--rollback-every", "4", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Kind     string `json:"kind"`
+		Messages int64  `json:"messages"`
+		Errors   int64  `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, "tx", rep.Kind)
+	require.Equal(t, int64(200), rep.Messages)
+	require.Zero(t, rep.Errors)
+	var status []struct{ MinOffset, MaxOffset int64 }
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		status = nil
+		o, _, code := run(t, c.NamesrvAddr, "topic", "status", "-t", "CtlTx", "-o", "json")
+		if code != 0 || json.Unmarshal([]byte(o), &status) != nil {
+			return false
+		}
+		var n int64
+		for _, q := range status {
+			n += q.MaxOffset - q.MinOffset
+		}
+		return n == 150
+	}, "the 150 committed transactions (50 of 200 rolled back) are in the topic")
 }
