@@ -55,9 +55,10 @@ type brokerRow struct {
 
 func newClusterCommand(e *env) *cobra.Command {
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List clusters and their brokers",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   "List clusters and their brokers",
+		Example: "  ferryctl cluster list\n  ferryctl cluster list -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withAdmin(func(a *client.Admin) error {
 				ci, err := a.ClusterInfo(cmd.Context())
@@ -96,9 +97,10 @@ func newBrokerCommand(e *env) *cobra.Command {
 	mk := func(use, short string, get func(a *client.Admin, ctx context.Context, broker string) (map[string]string, error)) *cobra.Command {
 		var broker string
 		cmd := &cobra.Command{
-			Use:   use + " -b BROKER",
-			Short: short,
-			Args:  cobra.NoArgs,
+			Use:     use + " -b BROKER",
+			Short:   short,
+			Example: "  ferryctl broker " + use + "\n  ferryctl broker " + use + " -b broker-a -o json",
+			Args:    cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return e.withAdmin(func(a *client.Admin) error {
 					b, err := e.oneBroker(cmd.Context(), a, broker)
@@ -229,6 +231,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	withConfig(create)
 	update := &cobra.Command{
 		Use: "update -t TOPIC [flags]", Short: "Change a topic's queues, permission or order flag", Args: cobra.NoArgs,
+		Example: "  ferryctl topic update -t Orders -w 16 -r 16\n  ferryctl topic update -t Orders -p 4   # read-only",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
@@ -248,6 +251,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	withConfig(update)
 	del := &cobra.Command{
 		Use: "delete -t TOPIC", Short: "Delete a topic from its brokers and the name servers (its messages go)", Args: cobra.NoArgs,
+		Example: "  ferryctl topic delete -t Orders",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
@@ -266,6 +270,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	withTarget(del)
 	list := &cobra.Command{
 		Use: "list", Short: "List the topics the name servers know", Args: cobra.NoArgs,
+		Example: "  ferryctl topic list\n  ferryctl topic list -c DefaultCluster -o json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withAdmin(func(a *client.Admin) error {
 				var ts []string
@@ -290,6 +295,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	list.Flags().StringVarP(&cluster, "cluster", "c", "", "only this cluster's topics")
 	route := &cobra.Command{
 		Use: "route -t TOPIC", Short: "Where a topic lives: its queues and brokers", Args: cobra.NoArgs,
+		Example: "  ferryctl topic route -t Orders",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
@@ -326,6 +332,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	withTopic(route)
 	status := &cobra.Command{
 		Use: "status -t TOPIC", Short: "Each queue's offset range and last update", Args: cobra.NoArgs,
+		Example: "  ferryctl topic status -t Orders",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
@@ -376,6 +383,7 @@ func newGroupCommand(e *env) *cobra.Command {
 	save := func(verb string) *cobra.Command {
 		cmd := &cobra.Command{
 			Use: verb + " -g GROUP [flags]", Short: verb + " a consumer group's config on the brokers", Args: cobra.NoArgs,
+			Example: "  ferryctl group " + verb + " -g billing --retry-max-times 5\n  ferryctl group " + verb + " -g audit --disable",
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if err := need(); err != nil {
 					return err
@@ -405,6 +413,7 @@ func newGroupCommand(e *env) *cobra.Command {
 	}
 	del := &cobra.Command{
 		Use: "delete -g GROUP [--clean-offsets]", Short: "Delete a consumer group's config (and offsets)", Args: cobra.NoArgs,
+		Example: "  ferryctl group delete -g billing --clean-offsets",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
@@ -425,6 +434,7 @@ func newGroupCommand(e *env) *cobra.Command {
 	del.Flags().StringSliceVarP(&brokers, "broker", "b", nil, "brokers by name or address (default: every master)")
 	list := &cobra.Command{
 		Use: "list [-b BROKER]", Short: "List the consumer group configs of a broker", Args: cobra.NoArgs,
+		Example: "  ferryctl group list\n  ferryctl group list -b broker-a -o json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withAdmin(func(a *client.Admin) error {
 				b, err := e.oneBroker(cmd.Context(), a, brokerForList)
@@ -516,6 +526,7 @@ func newConsumerCommand(e *env) *cobra.Command {
 	progress.Flags().StringVarP(&topic, "topic", "t", "", "topic (with -g: only this topic; alone: every group of it)")
 	connections := &cobra.Command{
 		Use: "connections -g GROUP", Short: "A consumer group's live connections and subscriptions", Args: cobra.NoArgs,
+		Example: "  ferryctl consumer connections -g billing",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {
 				return usageError("-g/--group is required")
@@ -601,6 +612,7 @@ func newProducerCommand(e *env) *cobra.Command {
 	var name string
 	connections := &cobra.Command{
 		Use: "connections -g GROUP", Short: "A producer group's live connections", Args: cobra.NoArgs,
+		Example: "  ferryctl producer connections -g orders-producer",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {
 				return usageError("-g/--group is required")

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,79 @@ func TestAdminBadInput(t *testing.T) {
 	require.Equal(t, 2, code, errOut)
 	_, errOut, code = run(t, c.NamesrvAddr, "consumer", "reset-offset", "-g", "G", "-t", "T", "--to-earliest", "--to-latest")
 	require.Equal(t, 2, code, errOut)
+}
+
+// TestUpdatesConnectionsAndBenchConsume covers the commands the session test does not:
+// topic and group updates, both connection lists and bench consume.
+func TestUpdatesConnectionsAndBenchConsume(t *testing.T) {
+	c := testutil.StartCluster(t)
+	ns := c.NamesrvAddr
+	var res map[string]string
+	runJSON(t, ns, &res, "topic", "create", "-t", "Upd", "-r", "2", "-w", "2")
+	runJSON(t, ns, &res, "topic", "update", "-t", "Upd", "-r", "4", "-w", "4")
+	require.Equal(t, "updated", res["result"])
+	var route struct {
+		Queues []struct {
+			ReadQueues, WriteQueues int32
+			Perm                    string
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		runJSON(t, ns, &route, "topic", "route", "-t", "Upd")
+		return len(route.Queues) == 1 && route.Queues[0].WriteQueues == 4
+	}, "the route shows the new queue count")
+	require.Equal(t, "RW-", route.Queues[0].Perm)
+
+	runJSON(t, ns, &res, "group", "create", "-g", "UpdG", "--retry-max-times", "3")
+	runJSON(t, ns, &res, "group", "update", "-g", "UpdG", "--retry-max-times", "7")
+	var groups map[string]struct {
+		RetryMaxTimes int32 `json:"retryMaxTimes"`
+	}
+	runJSON(t, ns, &groups, "group", "list")
+	require.Equal(t, int32(7), groups["UpdG"].RetryMaxTimes)
+
+	var sent []struct {
+		MsgID string `json:"msgId"`
+	}
+	runJSON(t, ns, &sent, "send", "-t", "Upd", "-g", "UpdProducer", "--count", "50", "x")
+	require.Len(t, sent, 50)
+
+	// A consumer running in the background (ferryctl consume) shows up in the connection
+	// list with its subscription; then bench consume reads the topic's 50 messages.
+	consumer := exec.Command(ferryctl(t), "consume", "-t", "Upd", "-g", "UpdG", "--from", "first", "--timeout", "30s")
+	consumer.Env = append(consumer.Environ(), "FERRY_NAMESRV="+ns)
+	require.NoError(t, consumer.Start())
+	defer func() { _ = consumer.Process.Kill(); _ = consumer.Wait() }()
+	var conns struct {
+		ConnectionSet []struct {
+			ClientID string `json:"clientId"`
+		} `json:"connectionSet"`
+		SubscriptionTable map[string]any `json:"subscriptionTable"`
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		out, _, code := run(t, ns, "consumer", "connections", "-g", "UpdG", "-o", "json")
+		return code == 0 && json.Unmarshal([]byte(out), &conns) == nil && len(conns.ConnectionSet) == 1
+	}, "the running consumer is listed")
+	require.Contains(t, conns.SubscriptionTable, "Upd")
+	// A producer running in the background (bench produce) is listed with its group.
+	producer := exec.Command(ferryctl(t), "bench", "produce", "-t", "UpdBench", "-g", "UpdProducer", "--producers", "1",
+		"--window", "1", "--duration", "30s")
+	producer.Env = append(producer.Environ(), "FERRY_NAMESRV="+ns)
+	require.NoError(t, producer.Start())
+	defer func() { _ = producer.Process.Kill(); _ = producer.Wait() }()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var producers []struct {
+			ClientID string `json:"clientId"`
+		}
+		out, _, code := run(t, ns, "producer", "connections", "-g", "UpdProducer", "-o", "json")
+		return code == 0 && json.Unmarshal([]byte(out), &producers) == nil && len(producers) == 1
+	}, "the running producer is listed")
+
+	var rep struct {
+		Kind     string `json:"kind"`
+		Messages int64  `json:"messages"`
+	}
+	runJSON(t, ns, &rep, "bench", "consume", "-t", "Upd", "--count", "50", "--duration", "20s")
+	require.Equal(t, "consume", rep.Kind)
+	require.Equal(t, int64(50), rep.Messages)
 }

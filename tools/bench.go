@@ -271,8 +271,9 @@ func newBenchConsumeCommand(e *env) *cobra.Command {
 		duration     time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "consume -t TOPIC [flags]",
-		Short: "Consume a topic's backlog as fast as possible and report the rate",
+		Use:     "consume -t TOPIC [flags]",
+		Short:   "Consume a topic's backlog as fast as possible and report the rate",
+		Example: "  ferryctl bench consume -t Backlog --count 1000000\n  ferryctl bench consume -t Backlog --duration 30s -o json",
 		Long: "bench consume starts a push consumer of a fresh group (from the first offset) and\n" +
 			"counts messages until --count or --duration; latency is from store time to delivery.",
 		Args: cobra.NoArgs,
