@@ -109,6 +109,8 @@ func (l *Log) write(recs []message.Record, total int64, wait bool) (AppendResult
 		return AppendResult{}, ErrClosed
 	case !l.mu.recovered:
 		return AppendResult{}, ErrNotRecovered
+	case l.mu.pos != l.wrote.Load()+int64(len(l.mu.stage)): // see AppendReplica
+		return AppendResult{}, ErrReplicaTail
 	}
 	now := l.opts.Clock()
 	l.lockedAt.Store(now.UnixNano())

@@ -1,0 +1,23 @@
+// Package ha is master–slave commit-log replication with RocketMQ 4.x's HA protocol
+// (spec: storage-and-broker.md §7).
+//
+// A Master accepts slave connections on a listener the caller gives it (the broker's
+// HA port, listenPort+1). Each slave reports its replica end (the offset after the last
+// byte it holds); the first report is where the master starts streaming, every later
+// one is an acknowledgement. The master streams its commit log from there in frames of
+// raw log bytes that are not aligned to records, sends an empty frame as a heartbeat
+// when it has had nothing to send for a while, and keeps the highest offset any slave
+// acknowledged (WaitAck, SlaveAckOffset, Lag) for SYNC_MASTER.
+//
+// A Slave connects to its master (reconnecting with backoff), reports its offset at
+// connect, after every append and periodically, and appends each frame with
+// commitlog.Log.AppendReplica, so its log is a byte-identical prefix of the master's and
+// its store's dispatcher builds consume queues and index from the replicated records.
+//
+// Files: frame.go (wire format), options.go, master.go (listener and per-slave
+// connections), slave.go, group.go (goroutine tracking).
+//
+// Goroutines: Master owns one accept loop and, per slave connection, a reader (offset
+// reports) and a writer (frames); Slave owns one connection loop and, per connection, a
+// reporter. Close stops and waits for all of them.
+package ha

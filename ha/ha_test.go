@@ -1,0 +1,159 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReplicateWhileAppending(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml, sl := openLog(t, mdir, testSegSize), openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()); require.NoError(t, sl.Close()) }()
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	s := newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; i < 2000; i += 20 {
+			appendN(t, ml, i, 20, 300)
+			m.Notify()
+		}
+	})
+	wg.Wait()
+	end := ml.MaxOffset()
+	require.Greater(t, end, int64(10*testSegSize), "many segment boundaries crossed")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitAck(ctx, end))
+	require.Equal(t, end, sl.MaxOffset())
+	requirePrefix(t, mdir, sdir, testSegSize, m.SlaveAckOffset())
+	require.Equal(t, 2000, countRecords(t, sl))
+	require.Zero(t, m.Lag())
+	for q := range int32(4) {
+		require.Equal(t, ml.QueueOffset("HATopic", q), sl.QueueOffset("HATopic", q))
+	}
+	require.Len(t, m.Slaves(), 1)
+}
+
+func TestLateSlaveCatchesUpFromZero(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml, sl := openLog(t, mdir, testSegSize), openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()); require.NoError(t, sl.Close()) }()
+	appendN(t, ml, 0, 600, 500)
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	s := newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
+	require.Equal(t, 600, countRecords(t, sl))
+}
+
+func TestSlaveRestartContinues(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml := openLog(t, mdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()) }()
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	appendN(t, ml, 0, 300, 400)
+
+	sl := openLog(t, sdir, testSegSize)
+	s := newSlave(t, sl, m.Addr().String())
+	waitFor(t, 10*time.Second, "first half", func() bool { return sl.MaxOffset() == ml.MaxOffset() })
+	require.NoError(t, s.Close())
+	require.NoError(t, sl.Close())
+
+	appendN(t, ml, 300, 300, 400)
+	sl = openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, sl.Close()) }()
+	recovered := sl.MaxOffset()
+	require.Positive(t, recovered)
+	s = newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+	m.Notify()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
+	require.Equal(t, 600, countRecords(t, sl))
+}
+
+func TestConnectionCutMidFrame(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml, sl := openLog(t, mdir, testSegSize), openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()); require.NoError(t, sl.Close()) }()
+	appendN(t, ml, 0, 800, 700)
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	p := newProxy(t, m.Addr().String(), 50_001) // every connection dies inside a frame after ~50 KB
+	defer p.close()
+	s := newSlave(t, sl, p.addr())
+	defer func() { require.NoError(t, s.Close()) }()
+
+	waitFor(t, 5*time.Second, "progress through cuts", func() bool { return sl.ReplicaOffset() > 5*50_000 })
+	require.Error(t, s.LastError())
+	p.mu.Lock()
+	p.cutAfter = 0
+	p.mu.Unlock()
+	p.cut()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
+	require.Equal(t, 800, countRecords(t, sl))
+}
+
+func TestWaitAck(t *testing.T) {
+	ml := openLog(t, t.TempDir(), testSegSize)
+	defer func() { require.NoError(t, ml.Close()) }()
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	appendN(t, ml, 0, 10, 100)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := m.WaitAck(ctx, ml.MaxOffset())
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no slave connected")
+
+	sl := openLog(t, t.TempDir(), testSegSize)
+	defer func() { require.NoError(t, sl.Close()) }()
+	s := newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	require.NoError(t, m.WaitAck(ctx2, ml.MaxOffset()))
+	require.GreaterOrEqual(t, m.SlaveAckOffset(), ml.MaxOffset())
+
+	// An ack that arrives while waiting wakes the waiter.
+	done := make(chan error, 1)
+	target := ml.MaxOffset() + 1
+	go func() { done <- m.WaitAck(ctx2, target) }()
+	appendN(t, ml, 10, 1, 100)
+	m.Notify()
+	require.NoError(t, <-done)
+}
+
+func TestMasterBehindSlave(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml, sl := openLog(t, mdir, testSegSize), openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()); require.NoError(t, sl.Close()) }()
+	appendN(t, sl, 0, 50, 300) // the slave holds more than the master
+	appendN(t, ml, 0, 5, 300)
+	slaveEnd := sl.MaxOffset()
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	s := newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+	waitFor(t, 5*time.Second, "a refused attempt", func() bool { return errors.Is(s.LastError(), errMasterBehind) })
+	require.Equal(t, slaveEnd, sl.MaxOffset(), "the slave's log is untouched")
+	require.Zero(t, m.SlaveAckOffset())
+}

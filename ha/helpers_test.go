@@ -1,0 +1,207 @@
+package ha
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/message"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const testSegSize = 64 << 10
+
+func testLogger(t testing.TB) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	}
+	return zerolog.Nop()
+}
+
+// openLog opens (and recovers) a real-file log in dir; the caller closes it.
+func openLog(t testing.TB, dir string, segSize int64) *commitlog.Log {
+	t.Helper()
+	o := commitlog.DefaultOptions()
+	o.Dir = dir
+	o.FS = mmap.OSFS{}
+	o.SegmentSize = segSize
+	o.FlushInterval = 10 * time.Millisecond
+	o.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	l, err := commitlog.Open(o)
+	require.NoError(t, err)
+	if len(l.Segments()) > 1 || l.MinOffset() != 0 {
+		_, err = l.Recover(l.MinOffset(), true)
+	} else {
+		_, err = l.RecoverTail(1, true)
+	}
+	require.NoError(t, err)
+	return l
+}
+
+func record(i, size int) message.Record {
+	body := bytes.Repeat([]byte{byte(i)}, size)
+	props, err := message.EncodeProperties(map[string]string{message.PropertyKeys: fmt.Sprintf("k%d", i)})
+	if err != nil {
+		panic(err)
+	}
+	return message.Record{
+		QueueID: int32(i % 4), BornTimestamp: 1_700_000_000_000, Body: body, Topic: []byte("HATopic"),
+		Properties: props, BornHost: netip.MustParseAddrPort("127.0.0.1:5555"),
+	}
+}
+
+// appendN appends n records of sizes varying around size.
+func appendN(t testing.TB, l *commitlog.Log, from, n, size int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		_, err := l.Append([]message.Record{record(i, size+(i*37)%size)}, false)
+		require.NoError(t, err)
+	}
+}
+
+func newMaster(t testing.TB, l *commitlog.Log) *Master {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	o := DefaultMasterOptions()
+	o.Log = l
+	o.Listener = ln
+	o.HeartbeatInterval = 50 * time.Millisecond
+	o.IdleTimeout = 2 * time.Second
+	o.PollInterval = 5 * time.Millisecond
+	o.Logger = testLogger(t)
+	m, err := NewMaster(o)
+	require.NoError(t, err)
+	return m
+}
+
+func newSlave(t testing.TB, l *commitlog.Log, addr string) *Slave {
+	t.Helper()
+	o := DefaultSlaveOptions()
+	o.Log = l
+	o.MasterAddr = addr
+	o.ReportInterval = 50 * time.Millisecond
+	o.IdleTimeout = 2 * time.Second
+	o.RetryFloor = 10 * time.Millisecond
+	o.RetryMax = 200 * time.Millisecond
+	o.Logger = testLogger(t)
+	s, err := NewSlave(o)
+	require.NoError(t, err)
+	return s
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// requirePrefix checks that the slave's segment files equal the master's up to upTo.
+func requirePrefix(t testing.TB, mdir, sdir string, segSize, upTo int64) {
+	t.Helper()
+	for start := int64(0); start < upTo; start += segSize {
+		name := fmt.Sprintf("%020d", start)
+		a, err := os.ReadFile(filepath.Join(mdir, name))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(sdir, name))
+		require.NoError(t, err)
+		n := min(upTo-start, segSize)
+		require.True(t, bytes.Equal(a[:n], b[:n]), "segment %s differs", name)
+	}
+}
+
+// countRecords walks a log with an iterator.
+func countRecords(t testing.TB, l *commitlog.Log) int {
+	t.Helper()
+	it := l.NewIterator(l.MinOffset())
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	require.NoError(t, it.Err())
+	return n
+}
+
+// proxy forwards 127.0.0.1 connections to target; cut closes the current ones.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+	// cutAfter, when > 0, closes a connection after that many master → slave bytes.
+	cutAfter int64
+}
+
+func newProxy(t testing.TB, target string, cutAfter int64) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target, cutAfter: cutAfter}
+	p.wg.Go(p.accept)
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		limit := p.cutAfter
+		p.mu.Unlock()
+		p.wg.Go(func() { _, _ = io.Copy(u, c); _ = u.Close(); _ = c.Close() })
+		p.wg.Go(func() {
+			if limit > 0 {
+				_, _ = io.CopyN(c, u, limit) // then cut, mid-frame in general
+			} else {
+				_, _ = io.Copy(c, u)
+			}
+			_ = u.Close()
+			_ = c.Close()
+		})
+	}
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) close() {
+	_ = p.ln.Close()
+	p.cut()
+	p.wg.Wait()
+}

@@ -1,0 +1,195 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ErrClosed means the Master or Slave was closed.
+var ErrClosed = errors.New("ha: closed")
+
+// Master streams its commit log to slaves and tracks their acknowledgements.
+//
+// Lock order: mu only; no other lock is taken under it.
+type Master struct {
+	opts MasterOptions
+	log  zerolog.Logger
+
+	ack atomic.Int64 // highest offset any slave acknowledged (push2SlaveMaxOffset)
+
+	mu struct {
+		sync.Mutex
+		conns  map[*masterConn]struct{}
+		ackCh  chan struct{} // closed and replaced whenever ack grows
+		closed bool
+	}
+	stop chan struct{}
+	g    group
+}
+
+// SlaveInfo describes one connected slave.
+type SlaveInfo struct {
+	Addr string
+	Ack  int64 // the offset it last reported
+}
+
+// NewMaster starts accepting slaves on opts.Listener.
+func NewMaster(opts MasterOptions) (*Master, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Master{opts: opts, log: opts.Logger.With().Str("component", "ha-master").Logger(), stop: make(chan struct{})}
+	m.mu.conns = make(map[*masterConn]struct{})
+	m.mu.ackCh = make(chan struct{})
+	m.g.goTracked(m.acceptLoop)
+	return m, nil
+}
+
+// Addr is the listener's address.
+func (m *Master) Addr() net.Addr { return m.opts.Listener.Addr() }
+
+// Close stops accepting, closes every slave connection and waits for the goroutines.
+// It is idempotent.
+func (m *Master) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	close(m.stop)
+	err := m.opts.Listener.Close()
+	for c := range m.mu.conns {
+		_ = c.conn.Close()
+	}
+	m.mu.Unlock()
+	m.g.wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("ha: close listener: %w", err)
+	}
+	return nil
+}
+
+// Notify tells the writers that the log has grown, so they need not wait for
+// PollInterval. It never blocks.
+func (m *Master) Notify() {
+	m.mu.Lock()
+	for c := range m.mu.conns {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
+}
+
+// SlaveAckOffset is the highest offset any slave has acknowledged (0 before any).
+func (m *Master) SlaveAckOffset() int64 { return m.ack.Load() }
+
+// Lag is how far the acknowledged offset is behind the log's end, in bytes.
+func (m *Master) Lag() int64 { return max(m.opts.Log.MaxOffset()-m.ack.Load(), 0) }
+
+// Slaves lists the connected slaves.
+func (m *Master) Slaves() []SlaveInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]SlaveInfo, 0, len(m.mu.conns))
+	for c := range m.mu.conns {
+		out = append(out, SlaveInfo{Addr: c.conn.RemoteAddr().String(), Ack: c.ack.Load()})
+	}
+	return out
+}
+
+// WaitAck blocks until some slave has acknowledged offset (SYNC_MASTER), ctx ends
+// (its error, wrapped) or the Master is closed (ErrClosed).
+func (m *Master) WaitAck(ctx context.Context, offset int64) error {
+	for {
+		if m.ack.Load() >= offset {
+			return nil
+		}
+		m.mu.Lock()
+		ch, closed := m.mu.ackCh, m.mu.closed
+		m.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		if m.ack.Load() >= offset { // acked between the load and taking ch
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("ha: wait for slave ack of %d (acked %d): %w", offset, m.ack.Load(), ctx.Err())
+		case <-m.stop:
+			return ErrClosed
+		}
+	}
+}
+
+// acked raises the acknowledged offset and wakes WaitAck callers.
+func (m *Master) acked(off int64) {
+	for {
+		cur := m.ack.Load()
+		if off <= cur {
+			return
+		}
+		if m.ack.CompareAndSwap(cur, off) {
+			break
+		}
+	}
+	m.mu.Lock()
+	close(m.mu.ackCh)
+	m.mu.ackCh = make(chan struct{})
+	m.mu.Unlock()
+}
+
+func (m *Master) acceptLoop() {
+	var delay time.Duration
+	for {
+		conn, err := m.opts.Listener.Accept()
+		if err != nil {
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
+			if !errors.Is(err, net.ErrClosed) { // temporary (EMFILE, ...): back off and retry
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				m.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
+				select {
+				case <-time.After(delay):
+					continue
+				case <-m.stop:
+					return
+				}
+			}
+			m.log.Error().Err(err).Msg("HA listener closed")
+			return
+		}
+		delay = 0
+		c := newMasterConn(m, conn)
+		m.mu.Lock()
+		if m.mu.closed {
+			m.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		m.mu.conns[c] = struct{}{}
+		m.mu.Unlock()
+		m.log.Info().Str("slave", conn.RemoteAddr().String()).Msg("slave connected")
+		m.g.goTracked(c.run)
+	}
+}
+
+func (m *Master) remove(c *masterConn) {
+	m.mu.Lock()
+	delete(m.mu.conns, c)
+	m.mu.Unlock()
+}

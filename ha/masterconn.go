@@ -1,0 +1,189 @@
+package ha
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/commitlog"
+)
+
+// masterConn is one slave connection on the master: a reader goroutine taking offset
+// reports and a writer goroutine streaming frames.
+type masterConn struct {
+	m    *Master
+	conn net.Conn
+	log  zerolog.Logger
+	kick chan struct{} // the log grew (Master.Notify)
+
+	first chan int64   // the first report: where to start
+	ack   atomic.Int64 // the last report
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newMasterConn(m *Master, conn net.Conn) *masterConn {
+	return &masterConn{
+		m:     m,
+		conn:  conn,
+		log:   m.log.With().Str("slave", conn.RemoteAddr().String()).Logger(),
+		kick:  make(chan struct{}, 1),
+		first: make(chan int64, 1),
+		done:  make(chan struct{}),
+	}
+}
+
+// run serves the connection until either side fails, then closes it.
+func (c *masterConn) run() {
+	defer c.m.remove(c)
+	var wg sync.WaitGroup
+	var rerr, werr error
+	wg.Go(func() { rerr = c.readLoop(); c.shutdown() })
+	wg.Go(func() { werr = c.writeLoop(); c.shutdown() })
+	wg.Wait()
+	err := rerr
+	if err == nil || errors.Is(err, net.ErrClosed) {
+		err = werr
+	}
+	select {
+	case <-c.m.stop:
+		return
+	default:
+	}
+	ev := c.log.Info()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		ev = c.log.Warn().Err(err)
+	}
+	ev.Int64("acked", c.ack.Load()).Msg("slave disconnected")
+}
+
+func (c *masterConn) shutdown() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.conn.Close()
+	})
+}
+
+// readLoop takes the slave's offset reports.
+func (c *masterConn) readLoop() error {
+	var (
+		dec   ReportDecoder
+		buf   = make([]byte, 4096)
+		first = true
+	)
+	for {
+		if err := c.conn.SetReadDeadline(time.Now().Add(c.m.opts.IdleTimeout)); err != nil {
+			return fmt.Errorf("ha: set read deadline: %w", err)
+		}
+		n, err := c.conn.Read(buf)
+		if n > 0 {
+			off, ok, derr := dec.Feed(buf[:n])
+			if derr != nil {
+				return derr
+			}
+			if ok {
+				// Guard (apache/rocketmq#3015): a slave cannot hold more than the master.
+				if end := c.m.opts.Log.MaxOffset(); off > end {
+					return fmt.Errorf("%w: slave reports offset %d beyond the master's end %d (its log is ahead: refusing it)",
+						ErrProtocol, off, end)
+				}
+				c.ack.Store(off)
+				if first {
+					first = false
+					c.first <- off
+				}
+				c.m.acked(off)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("ha: read offset report: %w", err)
+		}
+	}
+}
+
+// writeLoop streams the log from the slave's first report on, with heartbeats.
+func (c *masterConn) writeLoop() error {
+	var next int64
+	select {
+	case next = <-c.first:
+	case <-c.done:
+		return nil
+	}
+	if start := c.m.opts.Log.MinOffset(); next < start {
+		return fmt.Errorf("ha: slave asks for offset %d, the master's log starts at %d", next, start)
+	}
+	c.log.Info().Int64("from", next).Msg("streaming the commit log")
+	var (
+		hdr       [FrameHeaderSize]byte
+		lastWrite time.Time
+		poll      = time.NewTimer(time.Hour)
+	)
+	defer poll.Stop()
+	for {
+		select {
+		case <-c.done:
+			return nil
+		default:
+		}
+		if next < c.m.opts.Log.MaxOffset() {
+			n, err := c.send(next, hdr[:])
+			if err != nil {
+				return err
+			}
+			next += int64(n)
+			lastWrite = time.Now()
+			continue
+		}
+		if time.Since(lastWrite) >= c.m.opts.HeartbeatInterval {
+			if err := c.write(hdr[:], FrameHeader{Offset: next}, nil); err != nil {
+				return err
+			}
+			lastWrite = time.Now()
+		}
+		wait := min(c.m.opts.PollInterval, c.m.opts.HeartbeatInterval-time.Since(lastWrite))
+		poll.Reset(max(wait, time.Millisecond))
+		select {
+		case <-c.kick:
+			poll.Stop()
+		case <-poll.C:
+		case <-c.done:
+			return nil
+		}
+	}
+}
+
+// send writes one frame of at most MaxFrame bytes from off, straight from the mapped
+// segment (writev of header and view), and returns the body size.
+func (c *masterConn) send(off int64, hdr []byte) (int, error) {
+	v, err := c.m.opts.Log.Read(off, c.m.opts.MaxFrame)
+	if err != nil {
+		if errors.Is(err, commitlog.ErrOutOfRange) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("ha: read commit log at %d: %w", off, err)
+	}
+	defer v.Release()
+	b := v.Bytes()
+	return len(b), c.write(hdr, FrameHeader{Offset: off, Size: int32(len(b))}, b)
+}
+
+func (c *masterConn) write(hdr []byte, h FrameHeader, body []byte) error {
+	PutFrameHeader(hdr, h)
+	if err := c.conn.SetWriteDeadline(time.Now().Add(c.m.opts.IdleTimeout)); err != nil {
+		return fmt.Errorf("ha: set write deadline: %w", err)
+	}
+	bufs := net.Buffers{hdr}
+	if len(body) > 0 {
+		bufs = append(bufs, body)
+	}
+	if _, err := bufs.WriteTo(c.conn); err != nil {
+		return fmt.Errorf("ha: write frame at %d: %w", h.Offset, err)
+	}
+	return nil
+}

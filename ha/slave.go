@@ -1,0 +1,239 @@
+package ha
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/commitlog"
+)
+
+// ErrResync means a frame did not start at the slave's replica end; the slave drops the
+// connection and reconnects, reporting its offset again.
+var ErrResync = errors.New("ha: frame does not match the slave's end")
+
+// Slave replicates a master's commit log into its own.
+type Slave struct {
+	opts SlaveOptions
+	log  zerolog.Logger
+
+	connected atomic.Bool
+	frames    atomic.Int64
+	stop      chan struct{}
+	ctx       context.Context // cancelled by Close: ends a dial in progress
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	g         group
+
+	mu struct {
+		sync.Mutex
+		conn    net.Conn // the current connection, nil when none
+		lastErr error
+	}
+}
+
+// NewSlave starts replicating from opts.MasterAddr.
+func NewSlave(opts SlaveOptions) (*Slave, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Slave{opts: opts, stop: make(chan struct{}),
+		log: opts.Logger.With().Str("component", "ha-slave").Str("master", opts.MasterAddr).Logger()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.g.goTracked(s.loop)
+	return s, nil
+}
+
+// Close stops replicating and waits for the goroutines. It is idempotent.
+func (s *Slave) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.cancel()
+		s.mu.Lock()
+		if s.mu.conn != nil {
+			_ = s.mu.conn.Close()
+		}
+		s.mu.Unlock()
+	})
+	s.g.wait()
+	return nil
+}
+
+// Connected reports whether the slave holds a connection to its master.
+func (s *Slave) Connected() bool { return s.connected.Load() }
+
+// Offset is the slave's replica end.
+func (s *Slave) Offset() int64 { return s.opts.Log.ReplicaOffset() }
+
+// Frames is the number of frames received (heartbeats included).
+func (s *Slave) Frames() int64 { return s.frames.Load() }
+
+// LastError is why the last connection ended (nil before any ended).
+func (s *Slave) LastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.lastErr
+}
+
+// loop connects, replicates until the connection fails, and retries with backoff.
+func (s *Slave) loop() {
+	delay := time.Duration(0)
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		progressed, err := s.session()
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		s.mu.Lock()
+		s.mu.lastErr = err
+		s.mu.Unlock()
+		switch {
+		case progressed || errors.Is(err, ErrResync):
+			delay = s.opts.RetryFloor
+		default:
+			delay = min(max(2*delay, s.opts.RetryFloor), s.opts.RetryMax)
+		}
+		ev := s.log.Warn()
+		if errors.Is(err, commitlog.ErrReplicaData) || errors.Is(err, errMasterBehind) {
+			ev = s.log.Error()
+		}
+		ev.Err(err).Int64("offset", s.Offset()).Dur("retry_in", delay).Msg("replication connection ended")
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.stop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+var errMasterBehind = errors.New("ha: the master's log is behind the slave's (refusing to replicate; will retry)")
+
+// session runs one connection. progressed reports whether any body was appended.
+func (s *Slave) session() (progressed bool, err error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.DialTimeout)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", s.opts.MasterAddr)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("ha: connect to master: %w", err)
+	}
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+		s.mu.Unlock()
+		_ = conn.Close()
+		return false, ErrClosed
+	default:
+	}
+	s.mu.conn = conn
+	s.mu.Unlock()
+	s.connected.Store(true)
+	defer func() {
+		s.connected.Store(false)
+		s.mu.Lock()
+		s.mu.conn = nil
+		s.mu.Unlock()
+		_ = conn.Close()
+	}()
+
+	start := s.opts.Log.ReplicaOffset()
+	s.log.Info().Int64("offset", start).Msg("connected to master")
+	kick := make(chan struct{}, 1)
+	kick <- struct{}{} // the first report, right away
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.reportLoop(conn, kick, done) })
+	defer func() {
+		close(done)
+		_ = conn.Close()
+		wg.Wait()
+	}()
+
+	var (
+		r   = bufio.NewReaderSize(conn, 256<<10)
+		hdr [FrameHeaderSize]byte
+		buf []byte
+	)
+	for framesSeen := 0; ; framesSeen++ {
+		if err := conn.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout)); err != nil {
+			return progressed, fmt.Errorf("ha: set read deadline: %w", err)
+		}
+		var h FrameHeader
+		h, buf, err = ReadFrame(r, hdr[:], buf, s.opts.MaxFrame)
+		if err != nil {
+			if framesSeen == 0 && errors.Is(err, io.EOF) {
+				// The master drops a slave that is ahead of it right after its report.
+				return progressed, fmt.Errorf("%w: closed at once after our offset %d: %w", errMasterBehind, start, err)
+			}
+			return progressed, fmt.Errorf("ha: read frame: %w", err)
+		}
+		s.frames.Add(1)
+		end := s.opts.Log.ReplicaOffset()
+		if h.Offset != end {
+			if h.Offset < end && framesSeen == 0 {
+				return progressed, fmt.Errorf("%w: master is at %d, we are at %d", errMasterBehind, h.Offset, end)
+			}
+			return progressed, fmt.Errorf("%w: frame at %d, the slave ends at %d", ErrResync, h.Offset, end)
+		}
+		if h.Size == 0 {
+			continue // heartbeat
+		}
+		if err := s.opts.Log.AppendReplica(h.Offset, buf); err != nil {
+			return progressed, fmt.Errorf("ha: append %d bytes at %d: %w", len(buf), h.Offset, err)
+		}
+		progressed = true
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reportLoop reports the replica end when kicked (after appends) and every
+// ReportInterval, until done.
+func (s *Slave) reportLoop(conn net.Conn, kick <-chan struct{}, done <-chan struct{}) {
+	var (
+		b    [ReportSize]byte
+		last = int64(-1)
+		tick = time.NewTicker(s.opts.ReportInterval)
+	)
+	defer tick.Stop()
+	for {
+		force := false
+		select {
+		case <-done:
+			return
+		case <-kick:
+		case <-tick.C:
+			force = true
+		}
+		off := s.opts.Log.ReplicaOffset()
+		if off == last && !force {
+			continue
+		}
+		PutReport(b[:], off)
+		if err := conn.SetWriteDeadline(time.Now().Add(s.opts.IdleTimeout)); err == nil {
+			if _, err = conn.Write(b[:]); err != nil {
+				_ = conn.Close() // the frame reader sees it and ends the session
+				return
+			}
+		}
+		last = off
+	}
+}
