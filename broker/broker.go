@@ -78,6 +78,7 @@ type Broker struct {
 	server *remoting.Server
 	nsrv   *remoting.Client
 	reg    *registrar
+	repl   *replication
 
 	kickRegister chan struct{} // topics changed: register now
 	ctx          context.Context
@@ -134,6 +135,8 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.nsrv = nsrv
 	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, b.log)
+	b.repl = newReplication(&b.opts, b.store.CommitLog(), b.log)
+	b.reg.onResult = b.repl.learnMaster
 	b.buildHandlers(targets)
 	return b, nil
 }
@@ -219,7 +222,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
-		rates: b.rates,
+		rates: b.rates, repl: b.repl,
 	}
 	b.txh = &txHandler{tx: b.tx}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
@@ -234,15 +237,20 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
 }
 
-// damageInfo reports the store's damage counters as runtime-info keys.
+// damageInfo reports the store's damage counters and the replication state as
+// runtime-info keys.
 func (b *Broker) damageInfo() map[string]string {
 	d := b.store.Damage()
-	return map[string]string{
+	m := map[string]string{
 		"ferryQuarantinedRanges": strconv.FormatInt(d.QuarantinedRanges, 10),
 		"ferryBadReads":          strconv.FormatInt(d.BadReads, 10),
 		"ferryScrubs":            strconv.FormatInt(d.Scrubs, 10),
 		"ferryScrubFindings":     strconv.FormatInt(d.ScrubFindings, 10),
 	}
+	for k, v := range b.repl.runtimeInfo() {
+		m[k] = v
+	}
+	return m
 }
 
 // brokerConfigProperties lists the broker's settings under RocketMQ's property names, for
@@ -252,10 +260,6 @@ func brokerConfigProperties(o *Options) map[string]string {
 	flush := "ASYNC_FLUSH"
 	if so.FlushMode == store.FlushSync {
 		flush = "SYNC_FLUSH"
-	}
-	role := "ASYNC_MASTER"
-	if o.BrokerID != 0 {
-		role = "SLAVE"
 	}
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	ms := func(d time.Duration) string { return itoa(d.Milliseconds()) }
@@ -271,7 +275,10 @@ func brokerConfigProperties(o *Options) map[string]string {
 		"haServerAddr":                o.HAAddr,
 		"namesrvAddr":                 strings.Join(o.NamesrvAddrs, ";"),
 		"registerBrokerTimeoutMills":  ms(o.RegisterInterval),
-		"brokerRole":                  role,
+		"brokerRole":                  o.Role.String(),
+		"haMasterAddress":             o.HAMasterAddr,
+		"slaveTimeout":                ms(o.HASlaveTimeout),
+		"haSlaveFallbehindMax":        itoa(o.HASlaveFallbehindMax),
 		"flushDiskType":               flush,
 		"storePathRootDir":            so.Dir,
 		"mappedFileSizeCommitLog":     itoa(so.SegmentSize),
@@ -332,9 +339,14 @@ func (b *Broker) Start(ln net.Listener) error {
 		return err
 	}
 	b.store.Start()
-	b.sched.Start()
-	if err := b.tx.Start(); err != nil {
+	if err := b.startReplication(); err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	if o.Role != RoleSlave { // a slave's log is written by replication only
+		b.sched.Start()
+		if err := b.tx.Start(); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
 	}
 	if err := srv.Start(ln); err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -342,9 +354,39 @@ func (b *Broker) Start(ln net.Listener) error {
 	b.wg.Go(func() { b.polls.run(b.stop) })
 	b.wg.Go(func() { b.client.expire(b.stop) })
 	b.wg.Go(func() { b.reg.run(b.ctx) })
-	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", o.AdvertisedAddr).Msg("broker started")
+	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", o.AdvertisedAddr).
+		Str("role", o.Role.String()).Str("ha", b.reg.header.HAServerAddr).Msg("broker started")
 	return nil
 }
+
+// startReplication starts a master's HA listener (and registers its address) or a
+// slave's replication from a static master address; a slave without one starts on its
+// first registration answer.
+func (b *Broker) startReplication() error {
+	o := &b.opts
+	if o.Role == RoleSlave {
+		return b.repl.startSlave()
+	}
+	addr, err := haListenAddr(o)
+	if err != nil {
+		return fmt.Errorf("HA listener: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("HA listener (slaves connect there; default the advertised port + 1): %w", err)
+	}
+	// Before the registrar runs and the server serves GET_BROKER_CONFIG.
+	b.reg.header.HAServerAddr = haRegisterAddr(o, ln.Addr())
+	b.stats.config["haServerAddr"] = b.reg.header.HAServerAddr
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		b.stats.config["haListenPort"] = strconv.Itoa(tcp.Port)
+	}
+	return b.repl.startMaster(ln)
+}
+
+// HAAddr is the replication address registered with the name servers (a master's
+// bound HA listener once started).
+func (b *Broker) HAAddr() string { return b.reg.header.HAServerAddr }
 
 // Addr is the listening address.
 func (b *Broker) Addr() net.Addr { return b.server.Addr() }
@@ -369,6 +411,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.wg.Wait()
+		if err := b.repl.close(); err != nil {
+			errs = append(errs, err)
+		}
 		if b.started.Load() {
 			b.reg.unregisterAll(ctx)
 		}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -50,9 +52,33 @@ func (b *Broker) registerHandlers() error {
 		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo},
 	}
 	for _, r := range routes {
+		if b.opts.Role == RoleSlave {
+			r.h = b.slaveRefusal(r.code, r.h)
+		}
 		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// slaveRefusal returns the handler a slave serves code with: writes are refused as
+// RocketMQ refuses them on a slave (sends and send-backs SERVICE_NOT_AVAILABLE, spec
+// storage-and-broker.md §2.1; END_TRANSACTION SLAVE_NOT_AVAILABLE, §8.3), everything
+// else is h.
+func (b *Broker) slaveRefusal(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
+	var rc protocol.ResponseCode
+	switch code {
+	case protocol.SendMessage, protocol.SendMessageV2, protocol.SendBatchMessage, protocol.ConsumerSendMsgBack:
+		rc = protocol.ServiceNotAvailable
+	case protocol.EndTransaction:
+		rc = protocol.SlaveNotAvailable
+	default:
+		return h
+	}
+	remark := "service not available now: broker " + b.opts.BrokerName + " at " + b.opts.AdvertisedAddr +
+		" is a SLAVE and serves reads only; messages are put to its master"
+	return func(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		return nil, fail(rc, "%s", remark)
+	}
 }

@@ -25,6 +25,33 @@ type Workers struct {
 	Transaction int // END_TRANSACTION
 }
 
+// Role is a broker's replication role (RocketMQ brokerRole).
+type Role uint8
+
+// Replication roles.
+const (
+	// RoleAsyncMaster answers a send once it is stored locally; slaves catch up.
+	RoleAsyncMaster Role = iota
+	// RoleSyncMaster answers a send that waits for storage only once a slave has
+	// acknowledged it (else FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE, message stored).
+	RoleSyncMaster
+	// RoleSlave replicates its master's commit log, serves reads and refuses writes.
+	RoleSlave
+)
+
+// String is RocketMQ's name of the role.
+func (r Role) String() string {
+	switch r {
+	case RoleAsyncMaster:
+		return "ASYNC_MASTER"
+	case RoleSyncMaster:
+		return "SYNC_MASTER"
+	case RoleSlave:
+		return "SLAVE"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
 // Options configures a Broker. Start from DefaultOptions; the server's configuration file
 // is mapped onto it by the launcher (package launch), so the broker knows nothing of
 // config files.
@@ -36,8 +63,26 @@ type Options struct {
 	// AdvertisedAddr is the "ip:port" clients are told to use; it is also the store
 	// host written into records and message ids.
 	AdvertisedAddr string
-	// HAAddr is the replication address registered with the name servers.
+	// Role is the replication role: RoleAsyncMaster (the default), RoleSyncMaster or
+	// RoleSlave. A master (BrokerID 0) serves slaves on HAListen; a slave (BrokerID ≥ 1)
+	// replicates its master's commit log and refuses writes.
+	Role Role
+	// HAListen is where a master accepts slave connections ("host:port", port 0 for any
+	// free port). Empty on a master: HAAddr, else AdvertisedAddr's port + 1.
+	HAListen string
+	// HAAddr is the replication address registered with the name servers. Empty: the
+	// HA listener's bound address (AdvertisedAddr's host when it listens on all
+	// interfaces).
 	HAAddr string
+	// HAMasterAddr is a slave's static master HA address. Empty: the slave learns it from
+	// the name servers' REGISTER_BROKER answer (haServerAddr), as RocketMQ does.
+	HAMasterAddr string
+	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave acknowledgement
+	// (RocketMQ slaveTimeout; then FLUSH_SLAVE_TIMEOUT).
+	HASlaveTimeout time.Duration
+	// HASlaveFallbehindMax: a SYNC_MASTER send answers SLAVE_NOT_AVAILABLE without
+	// waiting when the best slave is this many bytes or more behind the message's end.
+	HASlaveFallbehindMax int64
 	// NamesrvAddrs are the name servers registered with (none: not registered).
 	NamesrvAddrs []string
 	// RegisterInterval is how often the broker re-registers (RocketMQ: 30 s).
@@ -95,6 +140,8 @@ func DefaultOptions() Options {
 		ClusterName:           "DefaultCluster",
 		AdvertisedAddr:        "127.0.0.1:10911",
 		RegisterInterval:      30 * time.Second,
+		HASlaveTimeout:        3 * time.Second,
+		HASlaveFallbehindMax:  256 << 20,
 		MaxFrameSize:          16 << 20,
 		IdleTimeout:           120 * time.Second,
 		Workers:               Workers{Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8},
@@ -122,6 +169,15 @@ func (o *Options) Validate() error {
 		return bad("BrokerName is empty")
 	case o.BrokerID < 0:
 		return bad("BrokerID %d is negative", o.BrokerID)
+	case o.Role > RoleSlave:
+		return bad("Role %d is unknown", o.Role)
+	case o.Role == RoleSlave && o.BrokerID == 0:
+		return bad("a SLAVE needs a BrokerID ≥ 1")
+	case o.Role != RoleSlave && o.BrokerID != 0:
+		return bad("a %s needs BrokerID 0, got %d", o.Role, o.BrokerID)
+	case o.Role == RoleSyncMaster && (o.HASlaveTimeout <= 0 || o.HASlaveFallbehindMax <= 0):
+		return bad("a SYNC_MASTER needs a positive HASlaveTimeout (%v) and HASlaveFallbehindMax (%d)",
+			o.HASlaveTimeout, o.HASlaveFallbehindMax)
 	case o.Clock == nil:
 		return bad("Clock is nil")
 	case o.RegisterInterval <= 0:

@@ -23,6 +23,9 @@ type registrar struct {
 	header   protocol.RegisterBrokerRequestHeader
 	kick     <-chan struct{}
 	log      zerolog.Logger
+	// onResult receives every successful registration's answer (a slave learns its
+	// master's HA address from it); nil: ignored.
+	onResult func(protocol.RegisterBrokerResponseHeader)
 }
 
 // newRegistrar returns a registrar for the name servers at addrs.
@@ -75,6 +78,13 @@ func (r *registrar) registerAll(ctx context.Context) {
 			r.log.Warn().Err(err).Str("namesrv", ns).Msg("registering with name server")
 		case resp.Code != int16(protocol.Success):
 			r.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
+		case r.onResult != nil:
+			var rh protocol.RegisterBrokerResponseHeader
+			if err := rh.DecodeExt(resp.ExtFields); err != nil {
+				r.log.Warn().Err(err).Str("namesrv", ns).Msg("decoding the registration answer")
+				continue
+			}
+			r.onResult(rh)
 		}
 	}
 }

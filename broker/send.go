@@ -76,6 +76,7 @@ type sender struct {
 	log        zerolog.Logger
 	scratch    sync.Pool    // of *sendScratch
 	rates      *brokerRates // counts stored messages; nil in some unit tests
+	repl       *replication // wakes slaves and waits for them (SYNC_MASTER); nil in unit tests
 }
 
 // sendScratch is the per-request working memory of a send, pooled so that a plain send
@@ -104,7 +105,7 @@ func (s *sender) putScratch(sc *sendScratch) {
 }
 
 // handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
-func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	code := protocol.RequestCode(req.Code)
 	h, err := protocol.DecodeSendMessageRequestHeader(code, req.ExtFields)
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	}
 	switch kind {
 	case sendPrepared:
-		return s.prepare(ch, req, &recs[0], sp)
+		return s.prepare(ctx, ch, req, &recs[0], sp)
 	case sendPlain:
 		if err := s.retry.redirectExhausted(&h, &recs[0], sp); err != nil {
 			return nil, err
@@ -173,7 +174,7 @@ func (s *sender) handleSend(_ context.Context, ch remoting.Channel, req *remotin
 	if s.rates != nil {
 		s.rates.puts.add(int64(res.Count))
 	}
-	resp := respond(req, sendCode(res), "")
+	resp := respond(req, s.repl.afterPut(ctx, res.NextOffset(), sp.WaitStore(), sendCode(res)), "")
 	rh := protocol.SendMessageResponseHeader{
 		MsgID:       s.offsetMsgIDs(recs, res),
 		QueueID:     queueID,
@@ -305,7 +306,7 @@ func (s *sender) batchRecords(body []byte, h *protocol.SendMessageRequestHeader,
 // prepare stores a half message and builds the send response. The connection it came on
 // is remembered per producer group as the fallback target of checks (a Go producer that
 // sends before its first heartbeat is otherwise invisible for up to 30 s).
-func (s *sender) prepare(ch remoting.Channel, req *remoting.Command, rec *message.Record, sp *message.SendProps) (*remoting.Command, error) {
+func (s *sender) prepare(ctx context.Context, ch remoting.Channel, req *remoting.Command, rec *message.Record, sp *message.SendProps) (*remoting.Command, error) {
 	s.conns.rememberTx(string(sp.ProducerGroup), ch)
 	res, err := s.tx.PrepareScanned(rec, sp, sp.WaitStore())
 	if err != nil {
@@ -314,7 +315,7 @@ func (s *sender) prepare(ch remoting.Channel, req *remoting.Command, rec *messag
 		}
 		return nil, storeError(err)
 	}
-	resp := respond(req, sendCode(res.Append), "")
+	resp := respond(req, s.repl.afterPut(ctx, res.Append.NextOffset(), sp.WaitStore(), sendCode(res.Append)), "")
 	rh := protocol.SendMessageResponseHeader{
 		MsgID:         message.OffsetMsgID(s.storeHost, res.Append.PhysicalOffset),
 		QueueID:       res.QueueID,

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -57,5 +58,43 @@ func TestPullCodes(t *testing.T) {
 		code, next := pullCode(tc.st, tc.offset, r)
 		require.Equal(t, tc.code, code, "%v", tc.st)
 		require.Equal(t, tc.next, next, "%v", tc.st)
+	}
+}
+
+// The HA listener binds HAListen, else HAAddr, else the advertised port + 1; the
+// registered address is the bound one, with the advertised host for 0.0.0.0.
+func TestHAAddresses(t *testing.T) {
+	o := DefaultOptions()
+	o.AdvertisedAddr = "10.0.0.5:10911"
+	got, err := haListenAddr(&o)
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.5:10912", got)
+	o.HAListen = "0.0.0.0:0"
+	got, err = haListenAddr(&o)
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:0", got)
+	o.AdvertisedAddr = "10.0.0.5:65535"
+	o.HAListen = ""
+	_, err = haListenAddr(&o)
+	require.Error(t, err)
+
+	o.AdvertisedAddr = "10.0.0.5:10911"
+	require.Equal(t, "10.0.0.5:20912", haRegisterAddr(&o, &net.TCPAddr{IP: net.IPv4zero, Port: 20912}))
+	require.Equal(t, "127.0.0.1:20912", haRegisterAddr(&o, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 20912}))
+	o.HAAddr = "ha.example:10912"
+	require.Equal(t, "ha.example:10912", haRegisterAddr(&o, &net.TCPAddr{IP: net.IPv4zero, Port: 20912}))
+
+	for _, tc := range []struct {
+		role Role
+		id   int64
+		ok   bool
+	}{{RoleAsyncMaster, 0, true}, {RoleSyncMaster, 0, true}, {RoleSlave, 1, true}, {RoleSlave, 0, false}, {RoleAsyncMaster, 1, false}, {Role(9), 0, false}} {
+		o := DefaultOptions()
+		o.Role, o.BrokerID = tc.role, tc.id
+		if tc.ok {
+			require.NoError(t, o.Validate(), "%s %d", tc.role, tc.id)
+		} else {
+			require.ErrorIs(t, o.Validate(), ErrInvalidOptions, "%s %d", tc.role, tc.id)
+		}
 	}
 }

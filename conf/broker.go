@@ -241,9 +241,11 @@ type BrokerConfig struct {
 	// EffectiveHAListen. Default "". Key broker.haListen, env
 	// FERRY_BROKER_HA_LISTEN.
 	HAListen string `mapstructure:"haListen"`
-	// HAMasterAddr is the master's HA address a SLAVE connects to; required
-	// for, and only allowed on, a SLAVE. Default "". Key broker.haMasterAddr,
-	// env FERRY_BROKER_HA_MASTER_ADDR.
+	// HAMasterAddr is the master's HA address a SLAVE connects to; only
+	// allowed on a SLAVE. Empty: the slave learns it from the name servers'
+	// answer to its registration (RocketMQ's haServerAddr), and follows it
+	// when the master moves. Default "". Key broker.haMasterAddr, env
+	// FERRY_BROKER_HA_MASTER_ADDR.
 	HAMasterAddr string `mapstructure:"haMasterAddr"`
 	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave
 	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). Default 3s.
@@ -501,11 +503,11 @@ func (c BrokerConfig) validateHA() error {
 		}
 	}
 	if c.Role == Slave {
-		if c.HAMasterAddr == "" {
-			return invalid("broker.haMasterAddr", "must be set for a SLAVE (the master's HA address)")
-		}
-		if err := checkDialAddr("broker.haMasterAddr", c.HAMasterAddr); err != nil {
-			return err
+		// Empty: learned from the name servers.
+		if c.HAMasterAddr != "" {
+			if err := checkDialAddr("broker.haMasterAddr", c.HAMasterAddr); err != nil {
+				return err
+			}
 		}
 	} else if c.HAMasterAddr != "" {
 		return invalid("broker.haMasterAddr", "is only valid for a SLAVE, but broker.brokerRole is %s", c.Role)

@@ -168,7 +168,7 @@ func TestBrokerValidate(t *testing.T) {
 		{"ha listen", "broker.haListen", func(c *BrokerConfig) { c.HAListen = "nope" }, ""},
 		{"ha listen same", "broker.haListen", func(c *BrokerConfig) { c.HAListen = c.Listen }, ""},
 		{"ha listen derived", "broker.haListen", func(c *BrokerConfig) { c.Listen = "127.0.0.1:65535" }, ""},
-		{"slave no master", "broker.haMasterAddr", func(c *BrokerConfig) { slave(c); c.HAMasterAddr = "" }, "SLAVE"},
+		{"slave id 0", "broker.brokerId", func(c *BrokerConfig) { slave(c); c.BrokerID = 0 }, "SLAVE"},
 		{"slave bad master", "broker.haMasterAddr", func(c *BrokerConfig) { slave(c); c.HAMasterAddr = ":10912" }, ""},
 		{"master with master", "broker.haMasterAddr", func(c *BrokerConfig) { c.HAMasterAddr = "10.0.0.1:10912" }, ""},
 		{"ha timeout", "broker.haSlaveTimeout", func(c *BrokerConfig) { c.HASlaveTimeout = 0 }, ""},

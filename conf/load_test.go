@@ -219,7 +219,7 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 		{"bad int", "broker:\n  workers:\n    pull: many\n", "broker.workers.pull", ""},
 		{"bad bool", "broker:\n  autoCreateTopic: maybe\n", "broker.autoCreateTopic", ""},
 		{"validate", "broker:\n  flushDiskType: X\n", "broker.flushDiskType", `must be ASYNC_FLUSH or SYNC_FLUSH, got "X"`},
-		{"validate slave", "broker:\n  brokerRole: SLAVE\n  brokerId: 1\n", "broker.haMasterAddr", ""},
+		{"validate slave", "broker:\n  brokerRole: SLAVE\n  brokerId: 0\n", "broker.brokerId", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(LoadOptions{ConfigFile: writeFile(t, tc.yaml), LookupEnv: envMap(nil)})

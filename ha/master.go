@@ -96,6 +96,13 @@ func (m *Master) SlaveAckOffset() int64 { return m.ack.Load() }
 // Lag is how far the acknowledged offset is behind the log's end, in bytes.
 func (m *Master) Lag() int64 { return max(m.opts.Log.MaxOffset()-m.ack.Load(), 0) }
 
+// SlaveCount is the number of connected slaves.
+func (m *Master) SlaveCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.mu.conns)
+}
+
 // Slaves lists the connected slaves.
 func (m *Master) Slaves() []SlaveInfo {
 	m.mu.Lock()

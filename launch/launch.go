@@ -21,15 +21,26 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	if err := cfg.Validate(); err != nil {
 		return broker.Options{}, err
 	}
-	if cfg.Role != conf.AsyncMaster {
-		// Refuse rather than pretend: a SYNC_MASTER would acknowledge sends no slave
-		// holds, and a SLAVE would accept writes.
-		return broker.Options{}, fmt.Errorf("%w: broker.brokerRole: %s needs master–slave replication, which Ferry does not have yet; run ASYNC_MASTER",
-			conf.ErrInvalidConfig, cfg.Role)
-	}
 	o := broker.DefaultOptions()
 	o.BrokerName, o.ClusterName, o.BrokerID = cfg.BrokerName, cfg.ClusterName, int64(cfg.BrokerID)
-	o.AdvertisedAddr, o.HAAddr = cfg.EffectiveAdvertisedAddr(), cfg.EffectiveHAListen()
+	switch cfg.Role {
+	case conf.AsyncMaster:
+		o.Role = broker.RoleAsyncMaster
+	case conf.SyncMaster:
+		o.Role = broker.RoleSyncMaster
+	case conf.Slave:
+		o.Role = broker.RoleSlave
+	default: // Validate refuses it
+		return o, fmt.Errorf("%w: broker.brokerRole: %q", conf.ErrInvalidConfig, cfg.Role)
+	}
+	o.AdvertisedAddr = cfg.EffectiveAdvertisedAddr()
+	if o.Role != broker.RoleSlave {
+		// The broker registers the bound HA address (this one, or the port it got for
+		// port 0, with the advertised host when it listens on all interfaces).
+		o.HAListen = cfg.EffectiveHAListen()
+	}
+	o.HAMasterAddr = cfg.HAMasterAddr
+	o.HASlaveTimeout, o.HASlaveFallbehindMax = cfg.HASlaveTimeout, cfg.HASlaveFallbehindMax
 	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
 	o.MaxRequestBytes = cfg.MaxRequestBytes

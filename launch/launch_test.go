@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/store"
@@ -85,18 +86,31 @@ func TestBrokerOptionsRefuseInvalidConfig(t *testing.T) {
 	require.ErrorContains(t, err, "broker.maxReconsumeTimes")
 }
 
-func TestBrokerOptionsRefuseRolesWithoutReplication(t *testing.T) {
-	for _, role := range []conf.BrokerRole{conf.SyncMaster, conf.Slave} {
+func TestBrokerOptionsRoles(t *testing.T) {
+	for _, tc := range []struct {
+		role     conf.BrokerRole
+		id       int
+		master   string
+		want     broker.Role
+		haListen string
+	}{
+		{conf.AsyncMaster, 0, "", broker.RoleAsyncMaster, "127.0.0.1:10912"},
+		{conf.SyncMaster, 0, "", broker.RoleSyncMaster, "127.0.0.1:10912"},
+		{conf.Slave, 1, "127.0.0.1:10912", broker.RoleSlave, ""},
+		{conf.Slave, 2, "", broker.RoleSlave, ""}, // learns the master from the name server
+	} {
 		cfg := conf.DefaultBrokerConfig()
 		cfg.DataDir = t.TempDir()
-		cfg.Role = role
-		if role == conf.Slave {
-			cfg.BrokerID, cfg.HAMasterAddr = 1, "127.0.0.1:10912"
-		}
-		require.NoError(t, cfg.Validate(), "the file is valid")
-		_, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
-		require.ErrorIs(t, err, conf.ErrInvalidConfig, "%s", role)
-		require.ErrorContains(t, err, "broker.brokerRole")
+		cfg.Role, cfg.BrokerID, cfg.HAMasterAddr = tc.role, tc.id, tc.master
+		cfg.HASlaveTimeout = 1500 * time.Millisecond
+		o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+		require.NoError(t, err, "%s", tc.role)
+		require.Equal(t, tc.want, o.Role)
+		require.Equal(t, int64(tc.id), o.BrokerID)
+		require.Equal(t, tc.master, o.HAMasterAddr)
+		require.Equal(t, tc.haListen, o.HAListen)
+		require.Equal(t, 1500*time.Millisecond, o.HASlaveTimeout)
+		require.Equal(t, cfg.HASlaveFallbehindMax, o.HASlaveFallbehindMax)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package testutil starts Ferry's servers in-process for tests: a name server and a broker
 // on 127.0.0.1:0 with a temporary data directory, restartable on the same directory and
-// port, plus polling helpers so tests never sleep.
+// port, optionally a slave of that broker (StartSlave), plus polling helpers so tests
+// never sleep.
 package testutil
 
 import (
@@ -58,6 +59,7 @@ func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	c.cfg.DataDir = c.Dir
 	c.cfg.Listen = "127.0.0.1:0"
 	c.cfg.CommitLogSegmentSize = 64 << 20
+	c.cfg.HAListen = "127.0.0.1:0" // pinned to the bound port after the first start
 	for _, o := range opts {
 		o(c)
 	}
@@ -97,21 +99,93 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	if c.tune != nil {
 		c.tune(&bo.Store)
 	}
+	c.Broker = startBroker(t, bo, ln, c.NameServer, c.BrokerAddr)
+	if cfg.Role != conf.Slave && c.cfg.HAListen == "127.0.0.1:0" {
+		c.cfg.HAListen = c.Broker.HAAddr() // a restart keeps the HA address slaves know
+	}
+}
+
+// startBroker starts a broker with bo on ln and waits for its registration with ns
+// (not for a TBW102 route: there is none when auto-creation is off, and after a
+// restart an old route may linger).
+func startBroker(t testing.TB, bo broker.Options, ln net.Listener, ns *nameserver.Server, addr string) *broker.Broker {
+	t.Helper()
 	b, err := broker.New(bo)
 	require.NoError(t, err)
 	started := time.Now()
-	require.NoError(t, b.Start(ln))
-	c.Broker = b
-	// Wait for this broker's own registration (not for a TBW102 route: there is none
-	// when auto-creation is off, and after a restart an old route may linger).
+	if err := b.Start(ln); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+		t.Fatalf("starting broker %s: %v", addr, err)
+	}
 	Eventually(t, 10*time.Second, func() bool {
-		for _, bi := range c.NameServer.Table().Brokers() {
-			if bi.Addr == c.BrokerAddr && !bi.LastUpdate.Before(started) {
+		for _, bi := range ns.Table().Brokers() {
+			if bi.Addr == addr && !bi.LastUpdate.Before(started) {
 				return true
 			}
 		}
 		return false
 	}, "broker registered with the name server")
+	return b
+}
+
+// Slave is a SLAVE broker of a Cluster's broker: the same broker and cluster name,
+// brokerId 1, its own data directory and port, registered with the cluster's name
+// server.
+type Slave struct {
+	Broker *broker.Broker
+	Addr   string
+	Dir    string
+	c      *Cluster
+	cfg    conf.BrokerConfig
+}
+
+// StartSlave starts a slave of c's broker with c's configuration turned into a
+// slave's, then edited by edit (may be nil). Unless edit sets broker.haMasterAddr the
+// slave learns the master's HA address from the name server, as in production. The
+// slave is stopped at cleanup (before the cluster).
+func (c *Cluster) StartSlave(t testing.TB, edit func(*conf.BrokerConfig)) *Slave {
+	t.Helper()
+	s := &Slave{Dir: t.TempDir(), c: c, cfg: c.cfg}
+	s.cfg.Role, s.cfg.BrokerID, s.cfg.DataDir = conf.Slave, 1, s.Dir
+	s.cfg.HAListen, s.cfg.HAMasterAddr = "", ""
+	if edit != nil {
+		edit(&s.cfg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.Addr = ln.Addr().String()
+	s.start(t, ln)
+	t.Cleanup(func() { s.Stop(t) })
+	return s
+}
+
+func (s *Slave) start(t testing.TB, ln net.Listener) {
+	t.Helper()
+	cfg := s.cfg
+	cfg.Listen, cfg.AdvertisedAddr = s.Addr, s.Addr
+	bo, err := launch.BrokerOptions(cfg, mmap.OSFS{}, s.c.log)
+	if err != nil {
+		_ = ln.Close()
+		t.Fatalf("slave options: %v", err)
+	}
+	if s.c.tune != nil {
+		s.c.tune(&bo.Store)
+	}
+	s.Broker = startBroker(t, bo, ln, s.c.NameServer, s.Addr)
+}
+
+// Stop shuts the slave down; it is idempotent.
+func (s *Slave) Stop(t testing.TB) {
+	t.Helper()
+	if s.Broker == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Broker.Shutdown(ctx))
+	s.Broker = nil
 }
 
 // SetBrokerConfig edits the broker configuration used by the next (re)start.

@@ -1,0 +1,223 @@
+package broker
+
+// Master–slave replication wiring (package ha; spec storage-and-broker.md §7).
+//
+// A master (ASYNC_MASTER or SYNC_MASTER) runs an ha.Master on its HA listener and kicks
+// its writers after every send. A SYNC_MASTER send that waits for storage (WAIT=true)
+// is then answered as RocketMQ 4.x does (§7.3): SLAVE_NOT_AVAILABLE at once when no
+// slave is connected or the best slave is HASlaveFallbehindMax or more behind the
+// message's end; otherwise it waits up to HASlaveTimeout for a slave's acknowledgement
+// of that end and answers FLUSH_SLAVE_TIMEOUT when none comes. The message stays stored
+// in both cases. The wait comes after the sync flush (§7.4): a flush timeout is kept
+// when the slave acknowledges, a slave failure replaces it.
+//
+// A slave runs an ha.Slave appending into its store's commit log (its dispatcher builds
+// the consume queues and index) towards HAMasterAddr, or towards the master HA address
+// the name servers return to its REGISTER_BROKER (haServerAddr), switching when that
+// address changes. A slave starts neither the schedule nor the transaction service and
+// refuses writes (see registerHandlers).
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/ha"
+	"github.com/ferrymq/ferry/protocol"
+)
+
+// replication is the broker's side of HA: the master or the slave, by role.
+//
+// Lock order: mu only; ha.Slave.Close is called under it (the slave's goroutines never
+// take it).
+type replication struct {
+	role         Role
+	log          zerolog.Logger
+	cl           *commitlog.Log
+	timeout      time.Duration
+	fallbehind   int64
+	staticMaster string
+
+	master *ha.Master // a master's, set by startMaster before the server serves
+
+	mu struct {
+		sync.Mutex
+		slave      *ha.Slave
+		masterAddr string // the HA address the slave replicates from
+		closed     bool
+	}
+}
+
+func newReplication(o *Options, cl *commitlog.Log, log zerolog.Logger) *replication {
+	return &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
+		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr}
+}
+
+// listenAddr is where a master's HA listener binds: HAListen, else HAAddr, else the
+// advertised port + 1 (RocketMQ's haListenPort).
+func haListenAddr(o *Options) (string, error) {
+	if o.HAListen != "" {
+		return o.HAListen, nil
+	}
+	if o.HAAddr != "" {
+		return o.HAAddr, nil
+	}
+	host, port, err := net.SplitHostPort(o.AdvertisedAddr)
+	if err != nil {
+		return "", err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p >= 65535 {
+		return "", fmt.Errorf("no HA port after advertised port %s: set HAListen", port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}
+
+// haRegisterAddr is the HA address to register for a listener bound at bound: HAAddr
+// unless it is empty or names port 0, else the bound address with AdvertisedAddr's host
+// when the listener is on all interfaces.
+func haRegisterAddr(o *Options, bound net.Addr) string {
+	if host, port, err := net.SplitHostPort(o.HAAddr); err == nil && port != "0" && host != "" {
+		return o.HAAddr
+	}
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok {
+		return bound.String()
+	}
+	if tcp.IP.IsUnspecified() {
+		if host, _, err := net.SplitHostPort(o.AdvertisedAddr); err == nil {
+			return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+		}
+	}
+	return tcp.String()
+}
+
+// startMaster serves slaves on ln.
+func (r *replication) startMaster(ln net.Listener) error {
+	mo := ha.DefaultMasterOptions()
+	mo.Log, mo.Listener, mo.Logger = r.cl, ln, r.log
+	m, err := ha.NewMaster(mo)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	r.master = m
+	return nil
+}
+
+// startSlave replicates from the static master address, when one is configured.
+func (r *replication) startSlave() error {
+	if r.staticMaster == "" {
+		return nil
+	}
+	return r.follow(r.staticMaster)
+}
+
+// learnMaster takes the master HA address from a REGISTER_BROKER answer (RocketMQ's
+// updateHaMasterAddress): a slave without a static address (re)connects to it.
+func (r *replication) learnMaster(h protocol.RegisterBrokerResponseHeader) {
+	if r.role != RoleSlave || r.staticMaster != "" || h.HAServerAddr == "" {
+		return
+	}
+	if err := r.follow(h.HAServerAddr); err != nil {
+		r.log.Error().Err(err).Str("haServerAddr", h.HAServerAddr).Msg("cannot replicate from the master the name server named")
+	}
+}
+
+// follow replicates from addr, replacing a slave that replicates from elsewhere.
+func (r *replication) follow(addr string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.closed || addr == r.mu.masterAddr {
+		return nil
+	}
+	if r.mu.slave != nil {
+		_ = r.mu.slave.Close()
+		r.mu.slave = nil
+	}
+	so := ha.DefaultSlaveOptions()
+	so.Log, so.MasterAddr, so.Logger = r.cl, addr, r.log
+	s, err := ha.NewSlave(so)
+	if err != nil {
+		return err
+	}
+	r.log.Info().Str("master", addr).Msg("replicating from master")
+	r.mu.slave, r.mu.masterAddr = s, addr
+	return nil
+}
+
+// afterPut wakes the replication writers after an append ending at end and returns the
+// send's code: code itself, or for a SYNC_MASTER send that waits for storage the slave
+// outcome when it is not an acknowledgement.
+func (r *replication) afterPut(ctx context.Context, end int64, wait bool, code protocol.ResponseCode) protocol.ResponseCode {
+	if r == nil || r.master == nil {
+		return code
+	}
+	r.master.Notify()
+	if r.role != RoleSyncMaster || !wait {
+		return code
+	}
+	if r.master.SlaveCount() == 0 || end-r.master.SlaveAckOffset() >= r.fallbehind {
+		return protocol.SlaveNotAvailable
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.master.WaitAck(wctx, end); err != nil {
+		r.log.Debug().Err(err).Int64("end", end).Msg("slave acknowledgement missing")
+		return protocol.FlushSlaveTimeout
+	}
+	return code
+}
+
+// runtimeInfo is the replication part of GET_BROKER_RUNTIME_INFO.
+func (r *replication) runtimeInfo() map[string]string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	if r.master != nil {
+		return map[string]string{
+			// RocketMQ's figure: log end minus the highest slave acknowledgement, in bytes.
+			"slaveFallBehindMuch":   itoa(r.master.Lag()),
+			"ferryHaSlaves":         strconv.Itoa(r.master.SlaveCount()),
+			"ferryHaSlaveAckOffset": itoa(r.master.SlaveAckOffset()),
+		}
+	}
+	if r.role != RoleSlave {
+		return nil
+	}
+	r.mu.Lock()
+	s, addr := r.mu.slave, r.mu.masterAddr
+	r.mu.Unlock()
+	m := map[string]string{"ferryHaMasterAddr": addr, "ferryHaConnected": "false",
+		"ferryHaReplicaOffset": itoa(r.cl.ReplicaOffset())}
+	if s != nil {
+		m["ferryHaConnected"] = strconv.FormatBool(s.Connected())
+		if err := s.LastError(); err != nil {
+			m["ferryHaLastError"] = err.Error()
+		}
+	}
+	return m
+}
+
+// close stops replicating (before the store closes). It is idempotent.
+func (r *replication) close() error {
+	r.mu.Lock()
+	r.mu.closed = true
+	s := r.mu.slave
+	r.mu.slave = nil
+	r.mu.Unlock()
+	var err error
+	if s != nil {
+		err = s.Close()
+	}
+	if r.master != nil {
+		if e := r.master.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
