@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint fuzz bench tools clean
+.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test
 
 all: build test
 
@@ -49,3 +49,21 @@ bench:
 
 clean:
 	rm -rf bin
+
+## deploy-build: static ferry and ferryctl binaries for the container image (deploy/build/).
+deploy-build:
+	CGO_ENABLED=0 $(GO) build -o deploy/build/ferry ./cmd/ferry
+	CGO_ENABLED=0 $(GO) build -o deploy/build/ferryctl ./cmd/ferryctl
+
+## deploy-up / deploy-down: two name servers and two master–slave broker groups in
+## containers (docker-compose, images built from local files only).
+deploy-up: deploy-build
+	cd deploy && docker-compose -p ferry up -d --build
+
+deploy-down:
+	cd deploy && docker-compose -p ferry down -v
+
+## deploy-test: the deployment's acceptance test (deploy/test.sh); needs Docker, not part
+## of `make test`.
+deploy-test: deploy-build
+	deploy/test.sh
