@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test
+.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test
 
 all: build test
 
@@ -67,3 +67,9 @@ deploy-down:
 ## of `make test`.
 deploy-test: deploy-build
 	deploy/test.sh
+
+## cluster-test: the local process deployment (deploy/cluster.sh, 2 name servers and 2
+## master-slave groups on 127.0.0.1) with ferryctl and the official client; not part of
+## `make test` (it uses fixed ports).
+cluster-test:
+	deploy/cluster-test.sh
