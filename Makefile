@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test
+.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress
 
 all: build test
 
@@ -73,3 +73,10 @@ deploy-test: deploy-build
 ## `make test` (it uses fixed ports).
 cluster-test:
 	deploy/cluster-test.sh
+
+## ha-stress: TestSyncMasterKillLosesNothing for HA_ROUNDS rounds (default 20): a
+## SYNC_MASTER under load killed with SIGKILL, every acknowledged message byte-identical
+## on its slave; not part of `make test` (which runs one round).
+HA_ROUNDS ?= 20
+ha-stress:
+	FERRY_HA_STRESS=$(HA_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestSyncMasterKillLosesNothing$$' -v ./interop/
