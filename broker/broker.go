@@ -74,11 +74,13 @@ type Broker struct {
 	rates   *brokerRates
 	client  *clientHandler
 	lock    *lockHandler
+	meta    *metadataHandler
 
 	server *remoting.Server
 	nsrv   *remoting.Client
 	reg    *registrar
 	repl   *replication
+	sync   *slaveSync // a slave's metadata sync; nil on a master
 
 	kickRegister chan struct{} // topics changed: register now
 	ctx          context.Context
@@ -137,6 +139,11 @@ func New(opts Options) (*Broker, error) {
 	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, b.log)
 	b.repl = newReplication(&b.opts, b.store.CommitLog(), b.log)
 	b.reg.onResult = b.repl.learnMaster
+	if opts.Role == RoleSlave {
+		b.sync = &slaveSync{rc: nsrv, interval: opts.SlaveSyncInterval, log: b.log, clock: opts.Clock,
+			topics: b.topics, groups: b.groups, offsets: b.offsets, delay: b.sched, kick: make(chan struct{}, 1)}
+		b.reg.onMaster = b.sync.setMaster
+	}
 	b.buildHandlers(targets)
 	return b, nil
 }
@@ -232,6 +239,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.client = &clientHandler{clients: b.clients, groups: b.groups, topics: b.topics, conns: b.conns,
 		notify: notify, clock: o.Clock, log: b.log}
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
+	b.meta = &metadataHandler{topics: b.topics, offsets: b.offsets, delay: b.sched}
 	b.stats = &statsHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		clients: b.clients, rates: b.rates, config: brokerConfigProperties(o), booted: o.Clock(), clock: o.Clock,
 		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
@@ -249,6 +257,11 @@ func (b *Broker) damageInfo() map[string]string {
 	}
 	for k, v := range b.repl.runtimeInfo() {
 		m[k] = v
+	}
+	if b.sync != nil {
+		for k, v := range b.sync.runtimeInfo() {
+			m[k] = v
+		}
 	}
 	return m
 }
@@ -354,6 +367,9 @@ func (b *Broker) Start(ln net.Listener) error {
 	b.wg.Go(func() { b.polls.run(b.stop) })
 	b.wg.Go(func() { b.client.expire(b.stop) })
 	b.wg.Go(func() { b.reg.run(b.ctx) })
+	if b.sync != nil {
+		b.wg.Go(func() { b.sync.run(b.ctx) })
+	}
 	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", o.AdvertisedAddr).
 		Str("role", o.Role.String()).Str("ha", b.reg.header.HAServerAddr).Msg("broker started")
 	return nil

@@ -83,6 +83,10 @@ type Options struct {
 	// HASlaveFallbehindMax: a SYNC_MASTER send answers SLAVE_NOT_AVAILABLE without
 	// waiting when the best slave is this many bytes or more behind the message's end.
 	HASlaveFallbehindMax int64
+	// SlaveSyncInterval is how often a slave copies its master's topics, subscription
+	// groups, consumer offsets and delay progress (RocketMQ: 10 s); it also copies them
+	// as soon as it learns the master's address from a registration answer.
+	SlaveSyncInterval time.Duration
 	// NamesrvAddrs are the name servers registered with (none: not registered).
 	NamesrvAddrs []string
 	// RegisterInterval is how often the broker re-registers (RocketMQ: 30 s).
@@ -142,6 +146,7 @@ func DefaultOptions() Options {
 		RegisterInterval:      30 * time.Second,
 		HASlaveTimeout:        3 * time.Second,
 		HASlaveFallbehindMax:  256 << 20,
+		SlaveSyncInterval:     10 * time.Second,
 		MaxFrameSize:          16 << 20,
 		IdleTimeout:           120 * time.Second,
 		Workers:               Workers{Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8},
@@ -178,6 +183,8 @@ func (o *Options) Validate() error {
 	case o.Role == RoleSyncMaster && (o.HASlaveTimeout <= 0 || o.HASlaveFallbehindMax <= 0):
 		return bad("a SYNC_MASTER needs a positive HASlaveTimeout (%v) and HASlaveFallbehindMax (%d)",
 			o.HASlaveTimeout, o.HASlaveFallbehindMax)
+	case o.Role == RoleSlave && o.SlaveSyncInterval <= 0:
+		return bad("a SLAVE needs a positive SlaveSyncInterval (%v)", o.SlaveSyncInterval)
 	case o.Clock == nil:
 		return bad("Clock is nil")
 	case o.RegisterInterval <= 0:

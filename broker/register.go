@@ -26,6 +26,10 @@ type registrar struct {
 	// onResult receives every successful registration's answer (a slave learns its
 	// master's HA address from it); nil: ignored.
 	onResult func(protocol.RegisterBrokerResponseHeader)
+	// onMaster receives, after each round in which a name server answered, the master
+	// broker address of the first answer naming one ("" when none did): a slave's
+	// metadata sync follows it. nil: ignored.
+	onMaster func(addr string)
 }
 
 // newRegistrar returns a registrar for the name servers at addrs.
@@ -67,6 +71,12 @@ func (r *registrar) registerAll(ctx context.Context) {
 		r.log.Error().Err(err).Msg("encoding the registration body")
 		return
 	}
+	answered, master := false, ""
+	defer func() {
+		if answered && r.onMaster != nil {
+			r.onMaster(master)
+		}
+	}()
 	for _, ns := range r.addrs {
 		rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 		req := protocol.NewRequest(protocol.RegisterBroker, &r.header)
@@ -78,13 +88,19 @@ func (r *registrar) registerAll(ctx context.Context) {
 			r.log.Warn().Err(err).Str("namesrv", ns).Msg("registering with name server")
 		case resp.Code != int16(protocol.Success):
 			r.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
-		case r.onResult != nil:
+		default:
 			var rh protocol.RegisterBrokerResponseHeader
 			if err := rh.DecodeExt(resp.ExtFields); err != nil {
 				r.log.Warn().Err(err).Str("namesrv", ns).Msg("decoding the registration answer")
 				continue
 			}
-			r.onResult(rh)
+			answered = true
+			if master == "" {
+				master = rh.MasterAddr
+			}
+			if r.onResult != nil {
+				r.onResult(rh)
+			}
 		}
 	}
 }

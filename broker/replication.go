@@ -15,7 +15,8 @@ package broker
 // the consume queues and index) towards HAMasterAddr, or towards the master HA address
 // the name servers return to its REGISTER_BROKER (haServerAddr), switching when that
 // address changes. A slave starts neither the schedule nor the transaction service and
-// refuses writes (see registerHandlers).
+// refuses writes (see registerHandlers). It copies the master's metadata with
+// slaveSync (slavesync.go).
 
 import (
 	"context"

@@ -109,8 +109,8 @@ func TestAsyncMasterReplicatesToSlave(t *testing.T) {
 	require.True(t, bytes.Equal(logBytes(t, s, c, false, end), logBytes(t, s, c, true, end)), "logs differ")
 
 	// The slave's dispatcher built the consume queues: a pull from the slave answers the
-	// same record bytes as one from the master. Topic configs are not replicated yet
-	// (metadata sync is the next step): the topic is created on the slave by hand.
+	// same record bytes as one from the master. The test does not wait for the metadata
+	// sync (every 10 s): the topic is created on the slave by hand.
 	resp := call(t, rc, s.Addr, protocol.UpdateAndCreateTopic, &protocol.CreateTopicRequestHeader{Topic: "HaTopic",
 		DefaultTopic: "TBW102", ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite}, nil)
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)

@@ -179,11 +179,7 @@ func (h *statsHandler) handleUpdateSubscriptionGroup(_ context.Context, _ remoti
 	if err := protocol.ValidateGroup(sg.GroupName); err != nil {
 		return nil, fail(protocol.InvalidParameter, "%v", err)
 	}
-	cfg := groupconf.Config{GroupName: sg.GroupName, ConsumeEnable: sg.ConsumeEnable,
-		ConsumeFromMinEnable: sg.ConsumeFromMinEnable, ConsumeBroadcastEnable: sg.ConsumeBroadcastEnable,
-		RetryQueueNums: sg.RetryQueueNums, RetryMaxTimes: sg.RetryMaxTimes, BrokerID: sg.BrokerID,
-		WhichBrokerWhenConsumeSlowly:   sg.WhichBrokerWhenConsumeSlowly,
-		NotifyConsumerIDsChangedEnable: sg.NotifyConsumerIDsChangedEnable}
+	cfg := groupConfigOf(sg)
 	if _, err := h.groups.Update(cfg); err != nil {
 		return nil, fail(protocol.InvalidParameter, "subscription group %s: %v", sg.GroupName, err)
 	}

@@ -136,3 +136,20 @@ func TestAllocateAveragelyMatchesAllocateAverage(t *testing.T) {
 		require.Equal(t, allocateAverage(queues, members, m), AllocateAveragely(queues, members, m))
 	}
 }
+
+// Consumers read from the master, else from the lowest-numbered slave (the master is
+// down), as the official clients fall back.
+func TestReadAddr(t *testing.T) {
+	for _, c := range []struct {
+		addrs map[int64]string
+		want  string
+	}{
+		{map[int64]string{0: "m:1", 1: "s:1"}, "m:1"},
+		{map[int64]string{2: "s:2", 1: "s:1"}, "s:1"},
+		{map[int64]string{3: "s:3"}, "s:3"},
+		{map[int64]string{0: "", 1: "s:1"}, "s:1"},
+		{nil, ""},
+	} {
+		require.Equal(t, c.want, readAddr(c.addrs), "%v", c.addrs)
+	}
+}

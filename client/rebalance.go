@@ -46,8 +46,9 @@ func compareQueues(a, b MessageQueue) int {
 		cmp.Compare(a.QueueID, b.QueueID))
 }
 
-// readQueues lists a topic's readable queues on brokers with a master, sorted. Unlike a
-// producer's route it is never built from TBW102: a topic that does not exist has none.
+// readQueues lists a topic's readable queues, sorted, each with the address its
+// consumers use (readAddr). Unlike a producer's route it is never built from TBW102: a
+// topic that does not exist has none.
 func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, error) {
 	data, err := c.fetchRoute(ctx, topic)
 	if err != nil {
@@ -55,7 +56,7 @@ func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, err
 	}
 	masters := make(map[string]string, len(data.BrokerDatas))
 	for _, b := range data.BrokerDatas {
-		if addr := b.MasterAddr(); addr != "" {
+		if addr := readAddr(b.BrokerAddrs); addr != "" {
 			masters[b.BrokerName] = addr
 		}
 	}
@@ -71,6 +72,23 @@ func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, err
 	}
 	slices.SortFunc(out, func(a, b readQueue) int { return compareQueues(a.mq, b.mq) })
 	return out, nil
+}
+
+// readAddr is where consumers of a broker group pull, look up and commit offsets: its
+// master (id 0), else — the master is down and its slaves serve reads — the slave with
+// the lowest id, as the official clients fall back to a slave's address. "" when the
+// group has no address.
+func readAddr(addrs map[int64]string) string {
+	if a := addrs[0]; a != "" {
+		return a
+	}
+	best, addr := int64(-1), ""
+	for id, a := range addrs {
+		if a != "" && id > 0 && (best < 0 || id < best) {
+			best, addr = id, a
+		}
+	}
+	return addr
 }
 
 // AllocateFunc is a strategy for splitting a topic's queues between the members of a

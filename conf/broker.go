@@ -251,6 +251,10 @@ type BrokerConfig struct {
 	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). Default 3s.
 	// Key broker.haSlaveTimeout, env FERRY_BROKER_HA_SLAVE_TIMEOUT.
 	HASlaveTimeout time.Duration `mapstructure:"haSlaveTimeout"`
+	// SlaveSyncInterval is how often a SLAVE copies its master's topics,
+	// subscription groups, consumer offsets and delay progress. Default 10s. Key
+	// broker.slaveSyncInterval, env FERRY_BROKER_SLAVE_SYNC_INTERVAL.
+	SlaveSyncInterval time.Duration `mapstructure:"slaveSyncInterval"`
 	// HASlaveFallbehindMax is how far, in bytes, the best slave may lag
 	// before a SYNC_MASTER send replies SLAVE_NOT_AVAILABLE without waiting
 	// (haSlaveFallbehindMax). Default 256MiB. Key broker.haSlaveFallbehindMax,
@@ -305,6 +309,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		TransactionCheckInterval: 30 * time.Second,
 		TransactionCheckMax:      15,
 		HASlaveTimeout:           3 * time.Second,
+		SlaveSyncInterval:        10 * time.Second,
 		HASlaveFallbehindMax:     256 * MiB,
 	}
 }
@@ -511,6 +516,9 @@ func (c BrokerConfig) validateHA() error {
 		}
 	} else if c.HAMasterAddr != "" {
 		return invalid("broker.haMasterAddr", "is only valid for a SLAVE, but broker.brokerRole is %s", c.Role)
+	}
+	if err := checkPositiveDuration("broker.slaveSyncInterval", c.SlaveSyncInterval); err != nil {
+		return err
 	}
 	if err := checkPositiveDuration("broker.haSlaveTimeout", c.HASlaveTimeout); err != nil {
 		return err

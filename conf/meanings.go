@@ -63,6 +63,7 @@ func keyMeanings() map[string]string {
 		"broker.haListen":             "address a master accepts slaves on; empty = listen host, listen port + 1",
 		"broker.haMasterAddr":         "a SLAVE's master HA address (SLAVE only); empty = learned from the name server",
 		"broker.haSlaveTimeout":       "SYNC_MASTER: a send's wait for a slave ack (then FLUSH_SLAVE_TIMEOUT)",
+		"broker.slaveSyncInterval":    "SLAVE: how often topics, groups, offsets and delay progress are copied from the master",
 		"broker.haSlaveFallbehindMax": "SYNC_MASTER: slave lag beyond which a send replies SLAVE_NOT_AVAILABLE",
 		"broker.logLevel":             "log level of the broker; empty inherits log.level",
 

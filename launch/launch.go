@@ -41,6 +41,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	}
 	o.HAMasterAddr = cfg.HAMasterAddr
 	o.HASlaveTimeout, o.HASlaveFallbehindMax = cfg.HASlaveTimeout, cfg.HASlaveFallbehindMax
+	o.SlaveSyncInterval = cfg.SlaveSyncInterval
 	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
 	o.MaxRequestBytes = cfg.MaxRequestBytes

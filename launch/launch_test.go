@@ -37,6 +37,7 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	cfg.DeleteWhen = "03"
 	cfg.DiskMaxUsedRatio, cfg.DiskForceCleanRatio, cfg.DiskFullRatio = 70, 80, 90
 	cfg.ScrubInterval, cfg.ScrubBytesPerSec = 6*time.Hour, 5<<20
+	cfg.SlaveSyncInterval = 7 * time.Second
 	cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums = false, 3
 	cfg.LongPollingEnable, cfg.ShortPollingTimeout = false, 2*time.Second
 	cfg.DelayLevels = "1s 2s"
@@ -66,6 +67,7 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	require.Equal(t, cfg.DataDir, o.Store.Dir)
 	require.InDelta(t, 0.9, o.Store.DiskFullRatio, 1e-9)
 	require.Equal(t, 6*time.Hour, o.Store.ScrubInterval)
+	require.Equal(t, 7*time.Second, o.SlaveSyncInterval)
 	require.Equal(t, int64(5<<20), o.Store.ScrubBytesPerSec)
 	require.False(t, o.AutoCreateTopic)
 	require.Equal(t, 3, o.DefaultTopicQueueNums)

@@ -60,6 +60,10 @@ const (
 	LockBatchMQ RequestCode = 41
 	// UnlockBatchMQ (UNLOCK_BATCH_MQ) releases queue locks.
 	UnlockBatchMQ RequestCode = 42
+	// GetAllConsumerOffset (GET_ALL_CONSUMER_OFFSET) returns a broker's whole consumer offset table (slave sync).
+	GetAllConsumerOffset RequestCode = 43
+	// GetAllDelayOffset (GET_ALL_DELAY_OFFSET) returns a broker's delay-level progress (slave sync).
+	GetAllDelayOffset RequestCode = 45
 	// CheckClientConfig (CHECK_CLIENT_CONFIG) validates a non-TAG subscription (Java clients).
 	CheckClientConfig RequestCode = 46
 	// PutKVConfig (PUT_KV_CONFIG) stores a name-server KV entry.
@@ -215,6 +219,10 @@ func (c RequestCode) name() (string, bool) {
 		return "LOCK_BATCH_MQ", true
 	case UnlockBatchMQ:
 		return "UNLOCK_BATCH_MQ", true
+	case GetAllConsumerOffset:
+		return "GET_ALL_CONSUMER_OFFSET", true
+	case GetAllDelayOffset:
+		return "GET_ALL_DELAY_OFFSET", true
 	case CheckClientConfig:
 		return "CHECK_CLIENT_CONFIG", true
 	case PutKVConfig:

@@ -28,6 +28,8 @@ var allRequestCodes = []struct {
 	{UnregisterClient, "UNREGISTER_CLIENT", 35},
 	{ConsumerSendMsgBack, "CONSUMER_SEND_MSG_BACK", 36},
 	{EndTransaction, "END_TRANSACTION", 37},
+	{GetAllConsumerOffset, "GET_ALL_CONSUMER_OFFSET", 43},
+	{GetAllDelayOffset, "GET_ALL_DELAY_OFFSET", 45},
 	{GetConsumerListByGroup, "GET_CONSUMER_LIST_BY_GROUP", 38},
 	{CheckTransactionState, "CHECK_TRANSACTION_STATE", 39},
 	{NotifyConsumerIDsChanged, "NOTIFY_CONSUMER_IDS_CHANGED", 40},

@@ -47,7 +47,7 @@ func TestCodesMatchSpec(t *testing.T) {
 		GetMaxOffset: 30, GetMinOffset: 31, GetEarliestMsgStoretime: 32, ViewMessageByID: 33,
 		HeartBeat: 34, UnregisterClient: 35, ConsumerSendMsgBack: 36, EndTransaction: 37,
 		GetConsumerListByGroup: 38, CheckTransactionState: 39, NotifyConsumerIDsChanged: 40,
-		LockBatchMQ: 41, UnlockBatchMQ: 42, CheckClientConfig: 46, RegisterBroker: 103,
+		LockBatchMQ: 41, UnlockBatchMQ: 42, GetAllConsumerOffset: 43, GetAllDelayOffset: 45, CheckClientConfig: 46, RegisterBroker: 103,
 		UnregisterBroker: 104, GetRouteInfoByTopic: 105, GetBrokerClusterInfo: 106,
 		GetAllSubscriptionGroupConfig: 201, GetAllTopicListFromNameServer: 206,
 		DeleteTopicInBroker: 215, DeleteTopicInNameSrv: 216, ResetConsumerClientOffset: 220,

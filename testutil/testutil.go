@@ -30,6 +30,7 @@ type Cluster struct {
 	Dir         string
 	cfg         conf.BrokerConfig
 	tune        func(*store.Options)
+	brokerOpts  func(*broker.Options)
 	log         zerolog.Logger
 }
 
@@ -44,6 +45,13 @@ func WithBrokerConfig(f func(*conf.BrokerConfig)) Option {
 // WithStoreOptions edits the store options (small segments, fast checkpoints, ...).
 func WithStoreOptions(f func(*store.Options)) Option {
 	return func(c *Cluster) { c.tune = f }
+}
+
+// WithBrokerOptions edits the options of every broker the cluster starts (its master
+// and its slaves), after the configuration is mapped onto them: settings without a
+// configuration key, such as broker.Options.SlaveSyncInterval.
+func WithBrokerOptions(f func(*broker.Options)) Option {
+	return func(c *Cluster) { c.brokerOpts = f }
 }
 
 // WithLogger sends server logs to log.
@@ -98,6 +106,9 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	require.NoError(t, err)
 	if c.tune != nil {
 		c.tune(&bo.Store)
+	}
+	if c.brokerOpts != nil {
+		c.brokerOpts(&bo)
 	}
 	c.Broker = startBroker(t, bo, ln, c.NameServer, c.BrokerAddr)
 	if cfg.Role != conf.Slave && c.cfg.HAListen == "127.0.0.1:0" {
@@ -173,6 +184,9 @@ func (s *Slave) start(t testing.TB, ln net.Listener) {
 	if s.c.tune != nil {
 		s.c.tune(&bo.Store)
 	}
+	if s.c.brokerOpts != nil {
+		s.c.brokerOpts(&bo)
+	}
 	s.Broker = startBroker(t, bo, ln, s.c.NameServer, s.Addr)
 }
 
@@ -186,6 +200,20 @@ func (s *Slave) Stop(t testing.TB) {
 	defer cancel()
 	require.NoError(t, s.Broker.Shutdown(ctx))
 	s.Broker = nil
+}
+
+// StopBroker shuts the cluster's broker down cleanly, as an operator stopping a master
+// does: it unregisters from the name server, so routes list only its slaves. It is
+// idempotent.
+func (c *Cluster) StopBroker(t testing.TB) {
+	t.Helper()
+	if c.Broker == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Broker.Shutdown(ctx))
+	c.Broker = nil
 }
 
 // SetBrokerConfig edits the broker configuration used by the next (re)start.
