@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/binread"
 )
 
 // Broadcasting offsets (WithBroadcasting). Every member of a broadcasting group consumes
@@ -95,72 +97,31 @@ func decodeOffsets(data []byte, group string) (map[MessageQueue]int64, error) {
 	if body[4] != offsetsVersion {
 		return nil, bad("version %d", body[4])
 	}
-	r := reader{b: body[5:]}
-	g := r.string16()
-	n := r.uint32()
-	if r.err == nil && g != group {
+	r := binread.New(body[5:])
+	g := r.String16()
+	n := r.Uint32()
+	if r.Err() == nil && g != group {
 		return nil, bad("offsets of group %q, not %q", g, group)
 	}
 	out := make(map[MessageQueue]int64)
-	for i := uint32(0); i < n && r.err == nil; i++ {
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
 		var mq MessageQueue
-		mq.Topic = r.string16()
-		mq.BrokerName = r.string16()
-		mq.QueueID = int32(r.uint32())
-		off := int64(r.uint64())
-		if r.err == nil && (off < 0 || mq.QueueID < 0) {
+		mq.Topic = r.String16()
+		mq.BrokerName = r.String16()
+		mq.QueueID = int32(r.Uint32())
+		off := int64(r.Uint64())
+		if r.Err() == nil && (off < 0 || mq.QueueID < 0) {
 			return nil, bad("entry %d: queue %s, offset %d", i, mq, off)
 		}
 		out[mq] = off
 	}
-	if r.err != nil {
-		return nil, bad("%v", r.err)
+	if err := r.Err(); err != nil {
+		return nil, bad("%v", err)
 	}
-	if len(r.b) != 0 {
-		return nil, bad("%d bytes after the last entry", len(r.b))
+	if r.Len() != 0 {
+		return nil, bad("%d bytes after the last entry", r.Len())
 	}
 	return out, nil
-}
-
-// reader reads big-endian fields, remembering the first overrun.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if len(r.b) < n {
-		r.err = fmt.Errorf("truncated: %d bytes left, %d needed", len(r.b), n)
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *reader) uint32() uint32 {
-	if p := r.take(4); p != nil {
-		return binary.BigEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (r *reader) uint64() uint64 {
-	if p := r.take(8); p != nil {
-		return binary.BigEndian.Uint64(p)
-	}
-	return 0
-}
-
-func (r *reader) string16() string {
-	p := r.take(2)
-	if p == nil {
-		return ""
-	}
-	return string(r.take(int(binary.BigEndian.Uint16(p))))
 }
 
 // localOffsets is a broadcasting consumer's offsets table and its file.

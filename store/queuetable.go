@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/internal/binread"
 )
 
 // Queue table file layout (`<dir>/queuetable`, big-endian): the consume queues the store
@@ -71,57 +72,13 @@ func encodeQueueTable(t queueTable) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
-// tableReader walks a queue table's body; every length is checked before use.
-type tableReader struct {
-	rest []byte
-	err  error
-}
-
-func (r *tableReader) take(n int) []byte {
-	if r.err != nil || len(r.rest) < n {
-		if r.err == nil {
-			r.err = fmt.Errorf("%w: truncated", errBadQueueTable)
-		}
-		return nil
+// tableTopic reads a non-empty topic name (uint16 length, bytes).
+func tableTopic(r *binread.Reader) string {
+	t := r.String16()
+	if r.Err() == nil && t == "" {
+		r.Fail(fmt.Errorf("%w: empty topic", errBadQueueTable))
 	}
-	b := r.rest[:n]
-	r.rest = r.rest[n:]
-	return b
-}
-
-func (r *tableReader) u32() uint32 {
-	if b := r.take(4); b != nil {
-		return binary.BigEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (r *tableReader) u64() uint64 {
-	if b := r.take(8); b != nil {
-		return binary.BigEndian.Uint64(b)
-	}
-	return 0
-}
-
-func (r *tableReader) topic() string {
-	b := r.take(2)
-	if b == nil {
-		return ""
-	}
-	t := r.take(int(binary.BigEndian.Uint16(b)))
-	if r.err == nil && len(t) == 0 {
-		r.err = fmt.Errorf("%w: empty topic", errBadQueueTable)
-	}
-	return string(t)
-}
-
-// count reads an entry count and checks that that many entries of at least least bytes fit.
-func (r *tableReader) count(least int) int {
-	n := r.u32()
-	if r.err == nil && uint64(n) > uint64(len(r.rest))/uint64(least) {
-		r.err = fmt.Errorf("%w: %d entries in %d bytes", errBadQueueTable, n, len(r.rest))
-	}
-	return int(n)
+	return t
 }
 
 // decodeQueueTable reads a queue table.
@@ -134,24 +91,24 @@ func decodeQueueTable(b []byte) (queueTable, error) {
 	if crc32.ChecksumIEEE(body) != sum {
 		return t, fmt.Errorf("%w: crc mismatch", errBadQueueTable)
 	}
-	r := tableReader{rest: body[len(queueTableMagic):]}
-	n := r.count(2 + 1 + 12)
-	for i := 0; i < n && r.err == nil; i++ {
-		e := queueEntry{Topic: r.topic(), QueueID: int32(r.u32()), MaxOffset: int64(r.u64())}
-		if r.err == nil && (e.QueueID < 0 || e.MaxOffset < 0) {
-			r.err = fmt.Errorf("%w: entry %q/%d@%d", errBadQueueTable, e.Topic, e.QueueID, e.MaxOffset)
+	r := binread.New(body[len(queueTableMagic):])
+	n := r.Count(2 + 1 + 12)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		e := queueEntry{Topic: tableTopic(r), QueueID: int32(r.Uint32()), MaxOffset: int64(r.Uint64())}
+		if r.Err() == nil && (e.QueueID < 0 || e.MaxOffset < 0) {
+			r.Fail(fmt.Errorf("%w: entry %q/%d@%d", errBadQueueTable, e.Topic, e.QueueID, e.MaxOffset))
 		}
 		t.Queues = append(t.Queues, e)
 	}
-	n = r.count(2 + 1 + 8)
-	for i := 0; i < n && r.err == nil; i++ {
-		topic, before := r.topic(), int64(r.u64())
-		if r.err == nil && before < 0 {
-			r.err = fmt.Errorf("%w: tombstone %q@%d", errBadQueueTable, topic, before)
+	n = r.Count(2 + 1 + 8)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		topic, before := tableTopic(r), int64(r.Uint64())
+		if r.Err() == nil && before < 0 {
+			r.Fail(fmt.Errorf("%w: tombstone %q@%d", errBadQueueTable, topic, before))
 		}
-		if r.err == nil {
+		if r.Err() == nil {
 			if _, dup := t.Deleted[topic]; dup {
-				r.err = fmt.Errorf("%w: tombstone %q twice", errBadQueueTable, topic)
+				r.Fail(fmt.Errorf("%w: tombstone %q twice", errBadQueueTable, topic))
 			}
 		}
 		if t.Deleted == nil {
@@ -159,11 +116,14 @@ func decodeQueueTable(b []byte) (queueTable, error) {
 		}
 		t.Deleted[topic] = before
 	}
-	if r.err == nil && len(r.rest) != 0 {
-		r.err = fmt.Errorf("%w: %d trailing bytes", errBadQueueTable, len(r.rest))
+	if r.Err() == nil && r.Len() != 0 {
+		r.Fail(fmt.Errorf("%w: %d trailing bytes", errBadQueueTable, r.Len()))
 	}
-	if r.err != nil {
-		return queueTable{}, r.err
+	if err := r.Err(); err != nil {
+		if !errors.Is(err, errBadQueueTable) {
+			err = fmt.Errorf("%w: %w", errBadQueueTable, err)
+		}
+		return queueTable{}, err
 	}
 	return t, nil
 }
