@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,9 +170,9 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 
 	// The slave reaches the master through a proxy that can be frozen (a partition
 	// that keeps the connection open); haMasterAddr is the static fallback.
-	px := newFreezeProxy(t, c.Broker.HAAddr())
-	defer px.close()
-	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.addr() })
+	px := testutil.StartProxy(t, c.Broker.HAAddr())
+	defer px.Close()
+	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.Addr() })
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		return kv(t, rc, c.BrokerAddr, protocol.GetBrokerRuntimeInfo)["ferryHaSlaves"] == "1"
 	}, "slave connected")
@@ -185,7 +183,7 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 		require.GreaterOrEqual(t, s.Broker.Store().CommitLog().MaxOffset(), end, "the slave has the message when the send returns")
 	}
 
-	px.freeze()
+	px.SetFrozen(true)
 	start := time.Now()
 	resp = sendRaw(t, rc, c.BrokerAddr, "SyncTopic", []byte("partitioned"), true)
 	took := time.Since(start)
@@ -195,7 +193,7 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 	stored(8)
 
 	// The slave gone (its connection closed): SLAVE_NOT_AVAILABLE at once again.
-	px.close()
+	px.Close()
 	s.Stop(t)
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		return kv(t, rc, c.BrokerAddr, protocol.GetBrokerRuntimeInfo)["ferryHaSlaves"] == "0"
@@ -203,90 +201,4 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 	resp = sendRaw(t, rc, c.BrokerAddr, "SyncTopic", []byte("slave gone"), true)
 	require.Equal(t, int16(protocol.SlaveNotAvailable), resp.Code, resp.Remark)
 	stored(9)
-}
-
-// freezeProxy forwards TCP connections to a target until frozen; frozen, it stops
-// forwarding in both directions but keeps the connections open.
-type freezeProxy struct {
-	ln     net.Listener
-	target string
-	frozen chan struct{}
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
-	wg     sync.WaitGroup
-	once   sync.Once
-	fonce  sync.Once
-}
-
-func newFreezeProxy(t *testing.T, target string) *freezeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &freezeProxy{ln: ln, target: target, frozen: make(chan struct{})}
-	p.wg.Go(p.accept)
-	return p
-}
-
-func (p *freezeProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *freezeProxy) freeze() { p.fonce.Do(func() { close(p.frozen) }) }
-
-func (p *freezeProxy) accept() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = in.Close()
-			_ = out.Close()
-			return
-		}
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(out, in) })
-		p.wg.Go(func() { p.pipe(in, out) })
-	}
-}
-
-// pipe copies src to dst until either fails or the proxy freezes.
-func (p *freezeProxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		select {
-		case <-p.frozen:
-			return // drop what was read; the connections stay open until close
-		default:
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			_ = dst.Close()
-			return
-		}
-	}
-}
-
-func (p *freezeProxy) close() {
-	p.once.Do(func() {
-		_ = p.ln.Close()
-		p.mu.Lock()
-		p.closed = true
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // Master–slave replication with real processes: `ferry namesrv` and `ferry broker`
@@ -615,106 +615,6 @@ func syncMasterKillRound(t *testing.T, bin string) int {
 	return len(acks)
 }
 
-// haProxy forwards TCP connections to target and can be frozen: while frozen nothing it
-// has read is written on (the kernel buffers fill and the peers stall), as in a partition
-// that drops no connection.
-type haProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cond   *sync.Cond
-	frozen bool
-	closed bool
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-// startHAProxy listens on a free loopback port and forwards to target.
-func startHAProxy(tb testing.TB, target string) *haProxy {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &haProxy{ln: ln, target: target}
-	p.cond = sync.NewCond(&p.mu)
-	p.wg.Go(p.accept)
-	tb.Cleanup(p.close)
-	return p
-}
-
-func (p *haProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *haProxy) accept() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = in.Close()
-			_ = out.Close()
-			return
-		}
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(out, in) })
-		p.wg.Go(func() { p.pipe(in, out) })
-	}
-}
-
-// pipe copies src to dst, holding what it read while the proxy is frozen.
-func (p *haProxy) pipe(dst, src net.Conn) {
-	defer func() {
-		_ = dst.Close()
-		_ = src.Close()
-	}()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			for p.frozen && !p.closed {
-				p.cond.Wait()
-			}
-			p.mu.Unlock()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *haProxy) setFrozen(f bool) {
-	p.mu.Lock()
-	p.frozen = f
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
-func (p *haProxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Broadcast()
-	conns := p.conns
-	p.mu.Unlock()
-	_ = p.ln.Close()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	p.wg.Wait()
-}
-
 // A partition between a SYNC_MASTER and its slave (a proxy between them that stops
 // forwarding): sends during it answer FLUSH_SLAVE_TIMEOUT (12) after haSlaveTimeout,
 // nothing acknowledged SEND_OK is lost, and once healed the slave catches up to the
@@ -724,11 +624,11 @@ func TestSyncMasterPartition(t *testing.T) {
 		t.Skip("starts processes; -short")
 	}
 	c := newHACluster(t, "")
-	var proxy *haProxy
+	var proxy *testutil.Proxy
 	const topic = "HAPartition"
 	m, s := c.startGroup(t, "broker-a", "SYNC_MASTER", 500*time.Millisecond, func(masterHA string) string {
-		proxy = startHAProxy(t, masterHA)
-		return proxy.addr()
+		proxy = testutil.StartProxy(t, masterHA)
+		return proxy.Addr()
 	})
 	c.createTopic(t, topic)
 	ps := haProducers(t, c.nsAddr, 4)
@@ -767,7 +667,7 @@ func TestSyncMasterPartition(t *testing.T) {
 	send(0, 100)
 	require.Equal(t, map[protocol.ResponseCode]int{protocol.Success: 400}, codes, "before the partition")
 
-	proxy.setFrozen(true)
+	proxy.SetFrozen(true)
 	clear(codes)
 	send(100, 3)
 	require.Equal(t, map[protocol.ResponseCode]int{protocol.FlushSlaveTimeout: 12}, codes, "during the partition")
@@ -775,7 +675,7 @@ func TestSyncMasterPartition(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, lagged, "the master reports the slave behind during the partition")
 
-	proxy.setFrozen(false)
+	proxy.SetFrozen(false)
 	var masterEnd int64
 	haEventually(t, 30*time.Second, s.proc, func() bool {
 		var err1, err2 error
