@@ -197,6 +197,11 @@ func (r *replication) runtimeInfo() map[string]string {
 		"ferryHaReplicaOffset": itoa(r.cl.ReplicaOffset())}
 	if s != nil {
 		m["ferryHaConnected"] = strconv.FormatBool(s.Connected())
+		select {
+		case <-s.Stopped():
+			m["ferryHaStopped"] = "true" // for good: LastError says why (ha.ErrDiverged)
+		default:
+		}
 		if err := s.LastError(); err != nil {
 			m["ferryHaLastError"] = err.Error()
 		}

@@ -22,8 +22,8 @@ type masterConn struct {
 	log  zerolog.Logger
 	kick chan struct{} // the log grew (Master.Notify)
 
-	first chan int64   // the first report: where to start
-	ack   atomic.Int64 // the last report
+	first chan firstReport // the first report: where to start
+	ack   atomic.Int64     // the last report
 	done  chan struct{}
 	once  sync.Once
 }
@@ -34,9 +34,16 @@ func newMasterConn(m *Master, conn net.Conn) *masterConn {
 		conn:  conn,
 		log:   m.log.With().Str("slave", conn.RemoteAddr().String()).Logger(),
 		kick:  make(chan struct{}, 1),
-		first: make(chan int64, 1),
+		first: make(chan firstReport, 1),
 		done:  make(chan struct{}),
 	}
+}
+
+// firstReport is the slave's first offset report as the reader judged it: the writer
+// starts there, or, when the slave is ahead of the master, tells it so and ends.
+type firstReport struct {
+	off, end int64 // the slave's offset; the master's end when it was read
+	ahead    bool
 }
 
 // run serves the connection until either side fails, then closes it.
@@ -88,16 +95,22 @@ func (c *masterConn) readLoop() error {
 				return derr
 			}
 			if ok {
-				// Guard (apache/rocketmq#3015): a slave cannot hold more than the master.
-				if end := c.m.opts.Log.MaxOffset(); off > end {
+				// Guard (apache/rocketmq#3015): a slave cannot hold more than the master,
+				// and its report must never satisfy a SYNC wait.
+				end := c.m.opts.Log.MaxOffset()
+				ahead := off > end
+				if first {
+					first = false
+					c.first <- firstReport{off: off, end: end, ahead: ahead}
+					if ahead {
+						<-c.done // the writer tells the slave, then ends the connection
+					}
+				}
+				if ahead {
 					return fmt.Errorf("%w: slave reports offset %d beyond the master's end %d (its log is ahead: refusing it)",
 						ErrProtocol, off, end)
 				}
 				c.ack.Store(off)
-				if first {
-					first = false
-					c.first <- off
-				}
 				c.m.acked(off)
 			}
 		}
@@ -109,18 +122,26 @@ func (c *masterConn) readLoop() error {
 
 // writeLoop streams the log from the slave's first report on, with heartbeats.
 func (c *masterConn) writeLoop() error {
-	var next int64
+	var first firstReport
 	select {
-	case next = <-c.first:
+	case first = <-c.first:
 	case <-c.done:
 		return nil
 	}
+	var hdr [FrameHeaderSize]byte
+	if first.ahead {
+		// A frame at the master's end, below the slave's: the slave knows it diverged
+		// (ErrDiverged) rather than guessing from a closed connection.
+		err := c.write(hdr[:], FrameHeader{Offset: first.end}, nil)
+		return errors.Join(fmt.Errorf("%w: slave reports offset %d beyond the master's end %d (its log is ahead: refusing it)",
+			ErrProtocol, first.off, first.end), err)
+	}
+	next := first.off
 	if start := c.m.opts.Log.MinOffset(); next < start {
 		return fmt.Errorf("ha: slave asks for offset %d, the master's log starts at %d", next, start)
 	}
 	c.log.Info().Int64("from", next).Msg("streaming the commit log")
 	var (
-		hdr       [FrameHeaderSize]byte
 		lastWrite time.Time
 		poll      = time.NewTimer(time.Hour)
 	)

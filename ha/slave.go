@@ -20,6 +20,13 @@ import (
 // connection and reconnects, reporting its offset again.
 var ErrResync = errors.New("ha: frame does not match the slave's end")
 
+// ErrDiverged means the slave's log holds bytes its master does not have (the master
+// answered the slave's first report with a frame at its own, lower, end: it was restored
+// from an older copy or lost an unflushed tail). Appending the master's new writes after
+// the slave's end would corrupt the slave, so the slave stops replicating for good; an
+// operator moves the slave's data aside (it resyncs from empty) or restores the master.
+var ErrDiverged = errors.New("ha: the slave's log is ahead of its master's: replication stopped")
+
 // Slave replicates a master's commit log into its own.
 type Slave struct {
 	opts SlaveOptions
@@ -28,6 +35,7 @@ type Slave struct {
 	connected atomic.Bool
 	frames    atomic.Int64
 	stop      chan struct{}
+	stopped   chan struct{}   // closed when the loop ends (Close or ErrDiverged)
 	ctx       context.Context // cancelled by Close: ends a dial in progress
 	cancel    context.CancelFunc
 	closeOnce sync.Once
@@ -45,7 +53,7 @@ func NewSlave(opts SlaveOptions) (*Slave, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Slave{opts: opts, stop: make(chan struct{}),
+	s := &Slave{opts: opts, stop: make(chan struct{}), stopped: make(chan struct{}),
 		log: opts.Logger.With().Str("component", "ha-slave").Str("master", opts.MasterAddr).Logger()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.g.goTracked(s.loop)
@@ -67,6 +75,10 @@ func (s *Slave) Close() error {
 	return nil
 }
 
+// Stopped is closed when the slave has stopped replicating: after Close, or for good
+// after ErrDiverged (LastError tells which).
+func (s *Slave) Stopped() <-chan struct{} { return s.stopped }
+
 // Connected reports whether the slave holds a connection to its master.
 func (s *Slave) Connected() bool { return s.connected.Load() }
 
@@ -85,6 +97,7 @@ func (s *Slave) LastError() error {
 
 // loop connects, replicates until the connection fails, and retries with backoff.
 func (s *Slave) loop() {
+	defer close(s.stopped)
 	delay := time.Duration(0)
 	for {
 		select {
@@ -101,6 +114,11 @@ func (s *Slave) loop() {
 		s.mu.Lock()
 		s.mu.lastErr = err
 		s.mu.Unlock()
+		if errors.Is(err, ErrDiverged) {
+			s.log.Error().Err(err).Int64("offset", s.Offset()).
+				Msg("replication stopped: this slave holds data its master does not; move its data directory aside to resync from the master, or restore the master")
+			return
+		}
 		switch {
 		case progressed || errors.Is(err, ErrResync):
 			delay = s.opts.RetryFloor
@@ -187,7 +205,7 @@ func (s *Slave) session() (progressed bool, err error) {
 		end := s.opts.Log.ReplicaOffset()
 		if h.Offset != end {
 			if h.Offset < end && framesSeen == 0 {
-				return progressed, fmt.Errorf("%w: master is at %d, we are at %d", errMasterBehind, h.Offset, end)
+				return progressed, fmt.Errorf("%w: the master ends at %d, this slave at %d", ErrDiverged, h.Offset, end)
 			}
 			return progressed, fmt.Errorf("%w: frame at %d, the slave ends at %d", ErrResync, h.Offset, end)
 		}
