@@ -3,6 +3,8 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"github.com/ferrymq/ferry/message"
 )
@@ -281,4 +283,65 @@ func (l *Log) DiscardReplicaTail() (int64, error) {
 	clear(l.appendBytesLocked(seg, wrote-seg.start, to-wrote))
 	l.mu.pos = wrote
 	return pos - wrote, nil
+}
+
+// ErrNotEmpty means StartReplicaAt was called on a log that holds data.
+var ErrNotEmpty = errors.New("commitlog: the log is not empty")
+
+// StartReplicaAt makes an empty log start at off instead of 0, so that a new slave can
+// replicate a master whose oldest segments were deleted: the slave's log then holds the
+// master's segments from off on, at the same offsets, as a master's log does after
+// cleanup. off must be a positive multiple of SegmentSize, and the log must hold nothing
+// (ReplicaOffset 0), else ErrLayout or ErrNotEmpty. The empty segment files are removed
+// and the directory synced; the next AppendReplica (at off) creates the segment there. A
+// crash before that leaves an empty directory: the log opens empty at 0 again.
+func (l *Log) StartReplicaAt(off int64) error {
+	l.closing.RLock()
+	defer l.closing.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed.Load():
+		return ErrClosed
+	case !l.mu.recovered:
+		return ErrNotRecovered
+	case off <= 0 || off%l.segSize != 0:
+		return fmt.Errorf("%w: a replica cannot start at %d (not a positive multiple of the segment size %d)",
+			ErrLayout, off, l.segSize)
+	case l.mu.pos != 0 || l.wrote.Load() != 0 || len(l.mu.stage) != 0:
+		return fmt.Errorf("%w: it ends at %d", ErrNotEmpty, l.mu.pos)
+	}
+	if l.mu.cur != nil {
+		l.closeWindowLocked(l.mu.cur)
+		l.mu.cur = nil
+	}
+	_ = l.takeSlot(-1) // discards a preallocated segment, if any
+	l.listMu.Lock()
+	list := l.segs.Swap(&segList{})
+	l.listMu.Unlock()
+	var errs []error
+	for _, s := range list.segs {
+		if err := l.fs.Remove(filepath.Join(l.dir, s.name)); err != nil {
+			errs = append(errs, fmt.Errorf("commitlog: remove empty segment %s: %w", s.name, err))
+		}
+		if s.refs.Load() > 1 { // a reader holds it: unmap later
+			l.pending.Lock()
+			l.pending.segs = append(l.pending.segs, pendingSegment{seg: s, since: time.Now()})
+			l.pending.Unlock()
+		}
+		if err := s.release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		errs = append(errs, fmt.Errorf("commitlog: start replica at %d: %w", off, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.mu.pos = off
+	l.wrote.Store(off)
+	l.flushed.Store(off)
+	l.log.Info().Int64("offset", off).Msg("empty replica starts at the master's first segment")
+	return nil
 }

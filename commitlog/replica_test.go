@@ -159,3 +159,43 @@ func TestAppendReplicaGarbage(t *testing.T) {
 	require.Zero(t, replica.ReplicaOffset())
 	require.Zero(t, replica.MaxOffset())
 }
+
+// StartReplicaAt moves an empty log to a segment boundary; the replica then holds the
+// master's segments from there, byte for byte, across a restart. It refuses a log with
+// data and an unaligned start.
+func TestStartReplicaAt(t *testing.T) {
+	mdir, rdir := t.TempDir(), t.TempDir()
+	master := openLog(t, testOptions(mmap.OSFS{}, mdir))
+	fillMaster(t, master, 300)
+	end := master.MaxOffset()
+	_, err := master.DeleteBefore(2 * testSegSize)
+	require.NoError(t, err)
+	from := master.MinOffset()
+	require.Equal(t, int64(2*testSegSize), from)
+
+	o := testOptions(mmap.OSFS{}, rdir)
+	replica, err := Open(o)
+	require.NoError(t, err)
+	require.ErrorIs(t, replica.StartReplicaAt(from+1), ErrLayout)
+	require.NoError(t, replica.StartReplicaAt(from))
+	_, err = os.Stat(segPath(rdir, 0))
+	require.True(t, os.IsNotExist(err), "the empty segment 0 is removed")
+	require.Equal(t, from, replica.MinOffset())
+	require.Equal(t, from, replica.ReplicaOffset())
+	copyRaw(t, master, replica, from, end, rand.New(rand.NewPCG(5, 6)))
+	require.Equal(t, end, replica.MaxOffset())
+	require.ErrorIs(t, replica.StartReplicaAt(from), ErrNotEmpty)
+	require.NoError(t, replica.Close())
+
+	replica = openLog(t, o)
+	require.Equal(t, from, replica.MinOffset())
+	require.Equal(t, end, replica.MaxOffset())
+	for start := from; start < end; start += testSegSize {
+		a, err := os.ReadFile(segPath(mdir, start))
+		require.NoError(t, err)
+		b, err := os.ReadFile(segPath(rdir, start))
+		require.NoError(t, err)
+		n := min(end-start, testSegSize)
+		require.True(t, bytes.Equal(a[:n], b[:n]), "segment %d differs", start)
+	}
+}

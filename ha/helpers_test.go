@@ -205,3 +205,21 @@ func (p *proxy) close() {
 	p.cut()
 	p.wg.Wait()
 }
+
+// requirePrefixFrom checks that b holds a's bytes in [from, upTo), read through views.
+func requirePrefixFrom(t testing.TB, a, b *commitlog.Log, from, upTo int64) {
+	t.Helper()
+	for off := from; off < upTo; {
+		va, err := a.Read(off, int(upTo-off))
+		require.NoError(t, err)
+		vb, err := b.Read(off, int(upTo-off))
+		require.NoError(t, err)
+		ok := bytes.Equal(va.Bytes(), vb.Bytes())
+		n := len(va.Bytes())
+		va.Release()
+		vb.Release()
+		require.True(t, ok, "bytes at %d differ", off)
+		require.Positive(t, n)
+		off += int64(n)
+	}
+}

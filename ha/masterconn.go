@@ -138,7 +138,16 @@ func (c *masterConn) writeLoop() error {
 	}
 	next := first.off
 	if start := c.m.opts.Log.MinOffset(); next < start {
-		return fmt.Errorf("ha: slave asks for offset %d, the master's log starts at %d", next, start)
+		if next != 0 {
+			// The bytes the slave needs are deleted: a frame at the master's start tells
+			// it so (ErrBehindMaster), rather than a bare close.
+			err := c.write(hdr[:], FrameHeader{Offset: start}, nil)
+			return errors.Join(fmt.Errorf("%w: slave asks for offset %d, the master's log starts at %d",
+				ErrProtocol, next, start), err)
+		}
+		// An empty slave starts at the master's oldest segment (RocketMQ starts a new
+		// slave at the master's newest one; Ferry copies everything the master keeps).
+		next = start
 	}
 	c.log.Info().Int64("from", next).Msg("streaming the commit log")
 	var (

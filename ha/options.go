@@ -23,6 +23,8 @@ type Source interface {
 type Replica interface {
 	ReplicaOffset() int64
 	AppendReplica(off int64, b []byte) error
+	// StartReplicaAt makes an empty log start at off (the master's first segment).
+	StartReplicaAt(off int64) error
 }
 
 // Defaults (RocketMQ 4.x: haSendHeartbeatInterval, haHousekeepingInterval, the 100 ms

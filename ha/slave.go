@@ -27,6 +27,12 @@ var ErrResync = errors.New("ha: frame does not match the slave's end")
 // operator moves the slave's data aside (it resyncs from empty) or restores the master.
 var ErrDiverged = errors.New("ha: the slave's log is ahead of its master's: replication stopped")
 
+// ErrBehindMaster means the master no longer has the bytes after the slave's end (it
+// deleted the segments since the slave last replicated). The slave stops replicating for
+// good; an operator moves the slave's data aside so it resyncs from the master's first
+// segment.
+var ErrBehindMaster = errors.New("ha: the master no longer has this slave's next bytes: replication stopped")
+
 // Slave replicates a master's commit log into its own.
 type Slave struct {
 	opts SlaveOptions
@@ -114,9 +120,9 @@ func (s *Slave) loop() {
 		s.mu.Lock()
 		s.mu.lastErr = err
 		s.mu.Unlock()
-		if errors.Is(err, ErrDiverged) {
+		if errors.Is(err, ErrDiverged) || errors.Is(err, ErrBehindMaster) {
 			s.log.Error().Err(err).Int64("offset", s.Offset()).
-				Msg("replication stopped: this slave holds data its master does not; move its data directory aside to resync from the master, or restore the master")
+				Msg("replication stopped: move this slave's data directory aside and restart it to resync from the master")
 			return
 		}
 		switch {
@@ -204,10 +210,18 @@ func (s *Slave) session() (progressed bool, err error) {
 		s.frames.Add(1)
 		end := s.opts.Log.ReplicaOffset()
 		if h.Offset != end {
-			if h.Offset < end && framesSeen == 0 {
+			switch {
+			case framesSeen > 0:
+				return progressed, fmt.Errorf("%w: frame at %d, the slave ends at %d", ErrResync, h.Offset, end)
+			case h.Offset < end:
 				return progressed, fmt.Errorf("%w: the master ends at %d, this slave at %d", ErrDiverged, h.Offset, end)
+			case end != 0:
+				return progressed, fmt.Errorf("%w: the master's log starts at %d, this slave ends at %d", ErrBehindMaster, h.Offset, end)
 			}
-			return progressed, fmt.Errorf("%w: frame at %d, the slave ends at %d", ErrResync, h.Offset, end)
+			// An empty slave of a master whose log starts later starts where it does.
+			if err := s.opts.Log.StartReplicaAt(h.Offset); err != nil {
+				return progressed, fmt.Errorf("ha: start the replica at %d: %w", h.Offset, err)
+			}
 		}
 		if h.Size == 0 {
 			continue // heartbeat

@@ -91,6 +91,12 @@ func (s *Store) dispatchAvailable(ctx context.Context) error {
 	}
 	limit := s.dispatchLimit()
 	from := s.dispatched.Load()
+	if first := s.cl.MinOffset(); from < first {
+		// Nothing lies below the log's first segment: a replica that started at its
+		// master's first segment (commitlog.StartReplicaAt).
+		s.advance(first)
+		from = first
+	}
 	if from >= limit {
 		return nil
 	}
