@@ -21,7 +21,10 @@ import (
 type metadataHandler struct {
 	topics  TopicTable
 	offsets interface{ Snapshot() map[offsets.Key]int64 }
-	delay   interface{ LevelOffsets() map[int]int64 }
+	delay   interface {
+		LevelOffsets() map[int]int64
+		TimerProgress() (watermark int64, delivered [][2]int64)
+	}
 }
 
 func (m *metadataHandler) handleAllTopicConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -51,6 +54,8 @@ func (m *metadataHandler) handleAllDelayOffset(_ context.Context, _ remoting.Cha
 	for level, off := range levels {
 		w.OffsetTable[int32(level)] = off
 	}
+	tw, done := m.delay.TimerProgress()
+	w.TimerProgress = &protocol.TimerProgress{Watermark: tw, Delivered: done}
 	body, err := protocol.EncodeDelayOffsetSerializeWrapper(&w)
 	return bodyResponse(req, body, err)
 }

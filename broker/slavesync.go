@@ -61,7 +61,10 @@ type slaveSync struct {
 		Merge(map[offsets.Key]int64) int
 		Flush() error
 	}
-	delay interface{ SyncLevelOffsets(map[int]int64) error }
+	delay interface {
+		SyncLevelOffsets(map[int]int64) error
+		SyncTimerProgress(watermark int64, delivered [][2]int64) error
+	}
 
 	kick chan struct{} // a new master address: sync now; capacity 1
 
@@ -155,8 +158,15 @@ func (s *slaveSync) syncFrom(ctx context.Context, addr string) error {
 		errs = append(errs, err)
 	} else if w, err := protocol.DecodeDelayOffsetSerializeWrapper(body); err != nil {
 		errs = append(errs, err)
-	} else if err := s.delay.SyncLevelOffsets(delayLevels(w)); err != nil {
-		errs = append(errs, err)
+	} else {
+		if err := s.delay.SyncLevelOffsets(delayLevels(w)); err != nil {
+			errs = append(errs, err)
+		}
+		if tp := w.TimerProgress; tp != nil {
+			if err := s.delay.SyncTimerProgress(tp.Watermark, tp.Delivered); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

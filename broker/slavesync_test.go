@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,6 +50,14 @@ func TestSlaveSyncsMetadata(t *testing.T) {
 		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "SyncPG", Topic: "SyncTopic",
 			DefaultTopic: "TBW102", DefaultTopicQueueNums: 3, BornTimestamp: time.Now().UnixMilli(),
 			Properties: string(props)}}, []byte("later")))
+	// A timer message (TIMER_DELIVER_MS) raises the master's timer watermark once delivered.
+	props, err = message.EncodeProperties(map[string]string{
+		message.PropertyTimerDeliverMs: strconv.FormatInt(time.Now().Add(200*time.Millisecond).UnixMilli(), 10)})
+	require.NoError(t, err)
+	ok(call(t, rc, c.BrokerAddr, protocol.SendMessageV2, &protocol.SendMessageRequestHeaderV2{
+		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "SyncPG", Topic: "SyncTopic",
+			DefaultTopic: "TBW102", DefaultTopicQueueNums: 3, BornTimestamp: time.Now().UnixMilli(),
+			Properties: string(props)}}, []byte("at a time")))
 
 	// The master answers the whole tables.
 	resp := call(t, rc, c.BrokerAddr, protocol.GetAllConsumerOffset, nil, nil)
@@ -78,10 +87,15 @@ func TestSlaveSyncsMetadata(t *testing.T) {
 		w, err := protocol.DecodeDelayOffsetSerializeWrapper(resp.Body)
 		return err == nil && w.OffsetTable[1] == 1
 	}, "the slave has the master's delay progress")
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		resp := call(t, rc, s.Addr, protocol.GetAllDelayOffset, nil, nil)
+		w, err := protocol.DecodeDelayOffsetSerializeWrapper(resp.Body)
+		return err == nil && w.TimerProgress != nil && w.TimerProgress.Watermark == 1
+	}, "the slave has the master's timer progress")
 
 	// Written to the slave's own files, in RocketMQ's shapes.
 	for file, want := range map[string]string{"topics.json": `"SyncTopic"`, "subscriptionGroup.json": `"SyncCG"`,
-		"consumerOffset.json": `"SyncTopic@SyncCG"`, "delayOffset.json": `"1":1`} {
+		"consumerOffset.json": `"SyncTopic@SyncCG"`, "delayOffset.json": `"1":1`, "timerProgress.json": `"watermark":1`} {
 		data, err := os.ReadFile(filepath.Join(s.Dir, "config", file))
 		require.NoError(t, err, file)
 		require.Contains(t, string(data), want, file)

@@ -46,9 +46,22 @@ func DecodeConsumerOffsetSerializeWrapper(data []byte) (*ConsumerOffsetSerialize
 //	{"offsetTable":{1:123,2:0}}
 //
 // Bare integer keys (Java) and quoted ones (Ferry) are read; 5.x's dataVersion is
-// ignored.
+// ignored. A Ferry master adds its timer progress, which RocketMQ ignores as an unknown
+// field:
+//
+//	{"offsetTable":{"1":123},"ferryTimerProgress":{"watermark":40,"delivered":[[42,45]]}}
 type DelayOffsetSerializeWrapper struct {
 	OffsetTable map[int32]int64 `json:"offsetTable"`
+	// TimerProgress is the master's timer-queue progress (Ferry only; nil from RocketMQ).
+	TimerProgress *TimerProgress `json:"ferryTimerProgress,omitempty"`
+}
+
+// TimerProgress is the delivery progress of the timer queue (TIMER_DELIVER_MS messages):
+// every queue offset below Watermark is delivered, and so is each half-open range
+// [start, end) of Delivered (sorted, above the watermark).
+type TimerProgress struct {
+	Watermark int64      `json:"watermark"`
+	Delivered [][2]int64 `json:"delivered"`
 }
 
 // EncodeDelayOffsetSerializeWrapper encodes w as compact JSON with sorted levels ({}
@@ -58,7 +71,7 @@ func EncodeDelayOffsetSerializeWrapper(w *DelayOffsetSerializeWrapper) ([]byte, 
 	if table == nil {
 		table = map[int32]int64{}
 	}
-	return marshalBody("delay offset table", DelayOffsetSerializeWrapper{OffsetTable: table})
+	return marshalBody("delay offset table", DelayOffsetSerializeWrapper{OffsetTable: table, TimerProgress: w.TimerProgress})
 }
 
 // DecodeDelayOffsetSerializeWrapper decodes a GET_ALL_DELAY_OFFSET body. An empty table

@@ -39,4 +39,13 @@ func TestDelayOffsetSerializeWrapperBody(t *testing.T) {
 	require.Equal(t, `{"offsetTable":{"1":123,"18":7,"2":0}}`, string(enc))
 	_, err = DecodeDelayOffsetSerializeWrapper([]byte(`{"offsetTable":{"a":1}}`))
 	require.ErrorIs(t, err, ErrBadBody)
+
+	// Ferry's timer progress rides along (RocketMQ ignores the unknown field).
+	w.TimerProgress = &TimerProgress{Watermark: 40, Delivered: [][2]int64{{42, 45}}}
+	enc, err = EncodeDelayOffsetSerializeWrapper(w)
+	require.NoError(t, err)
+	require.Equal(t, `{"offsetTable":{"1":123,"18":7,"2":0},"ferryTimerProgress":{"watermark":40,"delivered":[[42,45]]}}`, string(enc))
+	back, err := DecodeDelayOffsetSerializeWrapper(enc)
+	require.NoError(t, err)
+	require.Equal(t, w, back)
 }
