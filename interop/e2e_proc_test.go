@@ -237,15 +237,35 @@ func (p *ferryProc) fetchPprof(path, file string) error {
 // freeLoopbackAddr returns a loopback address whose port was free a moment ago.
 func freeLoopbackAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.addrs == nil {
+		handedOut.addrs = make(map[string]bool)
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		tb.Fatal(err)
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		if err := ln.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	return addr
+	tb.Fatal("no unused loopback port in 1000 tries")
+	return ""
+}
+
+// handedOut holds the addresses freeLoopbackAddr returned: the kernel may give a port
+// that was just closed out again, and two servers of one test (a broker's listen and HA
+// ports) must never get the same one.
+var handedOut struct {
+	sync.Mutex
+	addrs map[string]bool
 }
 
 // tailBuffer is an io.Writer, safe for concurrent use, that keeps the last max bytes
