@@ -2,11 +2,16 @@ package ha
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/mmap"
 )
 
 func TestReplicateWhileAppending(t *testing.T) {
@@ -169,4 +174,43 @@ func TestMasterBehindSlave(t *testing.T) {
 	require.False(t, s.Connected())
 	require.Equal(t, slaveEnd, sl.MaxOffset(), "the slave's log is untouched")
 	require.Empty(t, m.Slaves())
+}
+
+// A slave whose disk fills keeps what it has (a valid prefix), reports the error, does
+// not acknowledge what it could not store, and catches up once space returns.
+func TestSlaveDiskFull(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml := openLog(t, mdir, testSegSize)
+	efs := mmap.NewErrorFS(mmap.OSFS{})
+	o := commitlog.DefaultOptions()
+	o.Dir, o.FS, o.SegmentSize = sdir, efs, testSegSize
+	o.FlushInterval = 10 * time.Millisecond
+	o.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	sl, err := commitlog.Open(o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, ml.Close()); require.NoError(t, sl.Close()) }()
+	full := efs.Inject(mmap.Rule{Ops: mmap.OpOpenMapped, Err: mmap.ErrNoSpace}) // no new segment fits
+	appendN(t, ml, 0, 500, 600)
+	end := ml.MaxOffset()
+	require.Greater(t, end, int64(3*testSegSize))
+
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	s := newSlave(t, sl, m.Addr().String())
+	defer func() { require.NoError(t, s.Close()) }()
+	waitFor(t, 10*time.Second, "the disk-full error", func() bool { return errors.Is(s.LastError(), mmap.ErrNoSpace) })
+	have := sl.MaxOffset()
+	require.LessOrEqual(t, have, int64(testSegSize), "nothing beyond the first segment")
+	requirePrefix(t, mdir, sdir, testSegSize, have)
+	require.LessOrEqual(t, m.SlaveAckOffset(), sl.ReplicaOffset(), "never acknowledged beyond what it holds")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, m.WaitAck(ctx, end), context.DeadlineExceeded)
+
+	full()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	require.NoError(t, m.WaitAck(ctx2, end))
+	requirePrefix(t, mdir, sdir, testSegSize, end)
+	require.Equal(t, 500, countRecords(t, sl))
 }
