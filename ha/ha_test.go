@@ -214,3 +214,31 @@ func TestSlaveDiskFull(t *testing.T) {
 	requirePrefix(t, mdir, sdir, testSegSize, end)
 	require.Equal(t, 500, countRecords(t, sl))
 }
+
+// A master that restarts (its log closed and recovered, its listener back on the same
+// address) is found again by its slave, which continues from its own end.
+func TestMasterRestartSlaveReconnects(t *testing.T) {
+	mdir, sdir := t.TempDir(), t.TempDir()
+	ml, sl := openLog(t, mdir, testSegSize), openLog(t, sdir, testSegSize)
+	defer func() { require.NoError(t, sl.Close()) }()
+	appendN(t, ml, 0, 200, 400)
+	m := newMaster(t, ml)
+	addr := m.Addr().String()
+	s := newSlave(t, sl, addr)
+	defer func() { require.NoError(t, s.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, m.Close())
+	require.NoError(t, ml.Close())
+	waitFor(t, 5*time.Second, "the slave notices", func() bool { return !s.Connected() })
+
+	ml = openLog(t, mdir, testSegSize)
+	defer func() { require.NoError(t, ml.Close()) }()
+	appendN(t, ml, 200, 200, 400)
+	m = newMasterAt(t, ml, addr)
+	defer func() { require.NoError(t, m.Close()) }()
+	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
+	require.Equal(t, 400, countRecords(t, sl))
+}

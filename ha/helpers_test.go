@@ -75,7 +75,13 @@ func appendN(t testing.TB, l *commitlog.Log, from, n, size int) {
 
 func newMaster(t testing.TB, l *commitlog.Log) *Master {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newMasterAt(t, l, "127.0.0.1:0")
+}
+
+// newMasterAt is newMaster listening on addr.
+func newMasterAt(t testing.TB, l *commitlog.Log, addr string) *Master {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	o := DefaultMasterOptions()
 	o.Log = l
