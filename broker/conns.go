@@ -16,6 +16,9 @@ import (
 type conns struct {
 	byID    sync.Map // connection id → remoting.Channel
 	txConns sync.Map // producer group → connection id
+	// requesters: client id → the connection its last request-reply message came on, so
+	// a reply reaches a requester that has not sent a heartbeat to this broker yet.
+	requesters sync.Map
 }
 
 // remember records a connection.
@@ -45,15 +48,36 @@ func (c *conns) txConn(group string) (uint64, bool) {
 	return v.(uint64), true
 }
 
+// rememberRequester records the connection a client's request-reply message came on.
+func (c *conns) rememberRequester(clientID []byte, ch remoting.Channel) {
+	if v, ok := c.requesters.Load(string(clientID)); ok && v.(uint64) == ch.ID() {
+		return // the common case: no allocation
+	}
+	c.remember(ch)
+	c.requesters.Store(string(clientID), ch.ID())
+}
+
+// requester returns the connection client clientID's last request-reply message came on.
+func (c *conns) requester(clientID string) (remoting.Channel, bool) {
+	v, ok := c.requesters.Load(clientID)
+	if !ok {
+		return nil, false
+	}
+	return c.get(v.(uint64))
+}
+
 // closed forgets a connection.
 func (c *conns) closed(id uint64) {
 	c.byID.Delete(id)
-	c.txConns.Range(func(group, v any) bool {
+	forget := func(key, v any) bool {
 		if v.(uint64) == id {
-			c.txConns.CompareAndDelete(group, v)
+			c.txConns.CompareAndDelete(key, v)
+			c.requesters.CompareAndDelete(key, v)
 		}
 		return true
-	})
+	}
+	c.txConns.Range(forget)
+	c.requesters.Range(forget)
 }
 
 // notifier tells the members of consumer groups that the membership changed

@@ -10,6 +10,7 @@ import (
 // registerHandlers maps every served request code to its handler and worker pool.
 func (b *Broker) registerHandlers() error {
 	calls := b.newClientCalls()
+	reply := &replier{send: b.send, clients: b.clients, conns: b.conns, store: true, timeout: replyPushTimeout, log: b.log}
 	routes := []struct {
 		code protocol.RequestCode
 		pool string
@@ -19,6 +20,8 @@ func (b *Broker) registerHandlers() error {
 		{protocol.SendMessageV2, poolSend, b.send.handleSend},
 		{protocol.SendBatchMessage, poolSend, b.send.handleSend},
 		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack},
+		{protocol.SendReplyMessage, poolSend, reply.handleReply},
+		{protocol.SendReplyMessageV2, poolSend, reply.handleReply},
 		{protocol.PullMessage, poolPull, b.pull.handlePull},
 		{protocol.LitePullMessage, poolPull, b.pull.handlePull},
 		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat},
@@ -72,7 +75,8 @@ func (b *Broker) registerHandlers() error {
 func (b *Broker) slaveRefusal(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
 	var rc protocol.ResponseCode
 	switch code {
-	case protocol.SendMessage, protocol.SendMessageV2, protocol.SendBatchMessage, protocol.ConsumerSendMsgBack:
+	case protocol.SendMessage, protocol.SendMessageV2, protocol.SendBatchMessage, protocol.ConsumerSendMsgBack,
+		protocol.SendReplyMessage, protocol.SendReplyMessageV2:
 		rc = protocol.ServiceNotAvailable
 	case protocol.EndTransaction:
 		rc = protocol.SlaveNotAvailable

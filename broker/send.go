@@ -151,6 +151,9 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 			r.SysFlag |= message.SysFlagBornHostV6
 		}
 	}
+	if sp.ReplyToClient != nil {
+		s.conns.rememberRequester(sp.ReplyToClient, ch)
+	}
 	switch kind {
 	case sendPrepared:
 		return s.prepare(ctx, ch, req, &recs[0], sp)

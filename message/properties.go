@@ -90,6 +90,8 @@ const (
 	PropertyTTL = "TTL"
 	// PropertyMsgType is the message type; MsgTypeReply for replies.
 	PropertyMsgType = "MSG_TYPE"
+	// PropertyPushReplyTime is when the broker pushed a reply to its requester (ms).
+	PropertyPushReplyTime = "PUSH_REPLY_TIME"
 	// PropertyArriveTime is the reply arrival time.
 	PropertyArriveTime = "ARRIVE_TIME"
 	// PropertyShardingKey is the ordering key of ordered messages.

@@ -26,6 +26,7 @@ type SendProps struct {
 	TimerOutMs     []byte // TIMER_OUT_MS
 	TransactionID  []byte // __transactionId__
 	CheckTimes     []byte // TRANSACTION_CHECK_TIMES
+	ReplyToClient  []byte // REPLY_TO_CLIENT: the requester of a request-reply message
 	// Bookkeeping counts the properties only the broker writes for its own use and does
 	// not take from a producer: REAL_TOPIC, REAL_QID, __transactionId__,
 	// TRANSACTION_CHECK_TIMES, TRAN_PREPARED_QUEUE_OFFSET and every key with Ferry's
@@ -57,6 +58,8 @@ func (s *SendProps) set(k, v []byte) {
 		s.UniqKey = v
 	case PropertyCluster:
 		s.Cluster = v
+	case PropertyReplyToClient:
+		s.ReplyToClient = v
 	case PropertyWaitStoreMsgOK:
 		s.Wait = v
 	case PropertyTransactionPrepared:

@@ -168,6 +168,16 @@ func moreHeaderCases() []headerCase {
 			absent:   map[string]bool{"queueId": true, "offset": true},
 		},
 		{
+			name: "ReplyMessageRequestHeader",
+			full: &ReplyMessageRequestHeader{ProducerGroup: "pg", Topic: "DefaultCluster_REPLY_TOPIC", DefaultTopic: "TBW102",
+				DefaultTopicQueueNums: 4, QueueID: 0, SysFlag: 1, BornTimestamp: 1700000000000, Flag: 2,
+				Properties: "CORRELATION_ID\x01c1\x02", ReconsumeTimes: 1, UnitMode: true, BornHost: "127.0.0.1:5000",
+				StoreHost: "127.0.0.1:10911", StoreTimestamp: 1700000000001},
+			fresh: func() Header { return new(ReplyMessageRequestHeader) },
+			typed: []string{"defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp", "flag", "reconsumeTimes",
+				"unitMode", "storeTimestamp"},
+		},
+		{
 			name:     "GetConsumerStatusRequestHeader",
 			full:     &GetConsumerStatusRequestHeader{Topic: "T", Group: "cg", ClientAddr: "10.0.0.9:50000"},
 			fresh:    func() Header { return new(GetConsumerStatusRequestHeader) },

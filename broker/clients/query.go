@@ -138,3 +138,36 @@ func (r *Registry) ProducerGroups() []string {
 	defer r.mu.Unlock()
 	return slices.Sorted(maps.Keys(r.mu.producers))
 }
+
+// ClientChannel returns a connection of client clientID, the most recently refreshed one
+// of those it registered as a producer, else as a consumer (the receiver of a
+// request-reply answer, PUSH_REPLY_MESSAGE_TO_CLIENT: RocketMQ looks among producers; a
+// client process shares one id and one connection per broker between its producers and
+// consumers).
+func (r *Registry) ClientChannel(clientID string) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var best *Member
+	pick := func(m *Member) {
+		if m.Channel.ClientID == clientID && (best == nil || m.LastUpdate.After(best.LastUpdate) ||
+			(m.LastUpdate.Equal(best.LastUpdate) && m.Channel.ID > best.Channel.ID)) {
+			best = m
+		}
+	}
+	for _, g := range r.mu.producers {
+		for _, m := range g {
+			pick(m)
+		}
+	}
+	if best == nil {
+		for _, g := range r.mu.consumers {
+			for _, m := range g.members {
+				pick(&m.Member)
+			}
+		}
+	}
+	if best == nil {
+		return 0, false
+	}
+	return best.Channel.ID, true
+}

@@ -310,3 +310,23 @@ func TestConcurrentUse(t *testing.T) {
 	require.Empty(t, r.ProducerGroups())
 	require.Empty(t, r.mu.channels)
 }
+
+// ClientChannel finds a client's connection among producers first, then consumers.
+func TestClientChannel(t *testing.T) {
+	r := newRegistry()
+	r.Heartbeat(ch(5, "b@1"), hb("b@1", []string{"pg"}), t0)
+	r.Heartbeat(ch(9, "b@1"), hb("b@1", nil, consumer("cg", sub("T", "*", 1))), t0.Add(time.Second))
+	r.Heartbeat(ch(7, "c@1"), hb("c@1", nil, consumer("cg", sub("T", "*", 1))), t0)
+	id, ok := r.ClientChannel("b@1")
+	require.True(t, ok)
+	require.Equal(t, uint64(5), id, "a producer connection wins over a newer consumer one")
+	id, ok = r.ClientChannel("c@1")
+	require.True(t, ok)
+	require.Equal(t, uint64(7), id, "a consumer-only client is found too")
+	_, ok = r.ClientChannel("zz")
+	require.False(t, ok)
+	r.ChannelClosed(5)
+	id, ok = r.ClientChannel("b@1")
+	require.True(t, ok)
+	require.Equal(t, uint64(9), id)
+}
