@@ -55,6 +55,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := RecordProperties(data); err != nil {
+			require.True(t, knownDecodeError(err), "untyped error %v", err)
+		}
 		r, n, err := DecodeRecord(data)
 		if err != nil {
 			require.True(t, knownDecodeError(err), "untyped error %v", err)
@@ -70,6 +73,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		require.Equal(t, n, r.Size())
 		require.Equal(t, n, int(r.StoreSize))
 		require.LessOrEqual(t, n, len(data))
+		props, err := RecordProperties(data)
+		require.NoError(t, err, "RecordProperties on a record Decode accepts")
+		require.Equal(t, r.Properties, props)
 
 		out := make([]byte, n)
 		m, err := r.EncodeTo(out)

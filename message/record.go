@@ -550,3 +550,57 @@ func PutStoreTimestamp(rec []byte, v int64) {
 	pos := StoreTimestampPos(int32(binary.BigEndian.Uint32(rec[PosSysFlag:])))
 	binary.BigEndian.PutUint64(rec[pos:], uint64(v))
 }
+
+// RecordProperties returns the properties of the V1 record at the start of b, aliasing
+// b, without decoding its other fields: the pull path's SQL92 filter reads a record's
+// properties this way. It checks only the sizes it walks (magic, TOTALSIZE, the body,
+// topic and properties lengths), so on a record Decode accepts it returns exactly
+// Record.Properties; on damaged bytes it returns an error matching ErrTruncated,
+// ErrBadMagic or ErrSizeMismatch.
+func RecordProperties(b []byte) ([]byte, error) {
+	if len(b) < MinRecordSize {
+		return nil, fmt.Errorf("%w: %d bytes, a record needs %d", ErrTruncated, len(b), MinRecordSize)
+	}
+	be := binary.BigEndian
+	if magic := be.Uint32(b[PosMagic:]); magic != MagicV1 {
+		return nil, fmt.Errorf("%w: %#08x", ErrBadMagic, magic)
+	}
+	n := int(int32(be.Uint32(b[PosTotalSize:])))
+	if n < MinRecordSize || n > len(b) {
+		return nil, fmt.Errorf("%w: TOTALSIZE %d, %d bytes available", ErrSizeMismatch, n, len(b))
+	}
+	sys := int32(be.Uint32(b[PosSysFlag:]))
+	bornLen, storeLen := 4, 4
+	if sys&SysFlagBornHostV6 != 0 {
+		bornLen = 16
+	}
+	if sys&SysFlagStoreHostV6 != 0 {
+		storeLen = 16
+	}
+	// born host + port, store timestamp, store host + port, reconsume times, prepared offset
+	p := PosBornHost + bornLen + 4 + 8 + storeLen + 4 + 4 + 8
+	if p+4+1+2 > n {
+		return nil, fmt.Errorf("%w: TOTALSIZE %d is below the fixed bytes", ErrSizeMismatch, n)
+	}
+	bodyLen := int(int32(be.Uint32(b[p:])))
+	p += 4
+	if bodyLen < 0 || p+bodyLen+1+2 > n {
+		return nil, fmt.Errorf("%w: body length %d in a %d-byte record", ErrSizeMismatch, bodyLen, n)
+	}
+	p += bodyLen
+	topicLen := int(b[p])
+	p++
+	if topicLen > MaxTopicLength || p+topicLen+2 > n {
+		return nil, fmt.Errorf("%w: topic length %d in a %d-byte record", ErrSizeMismatch, topicLen, n)
+	}
+	p += topicLen
+	propsLen := int(int16(be.Uint16(b[p:])))
+	p += 2
+	if propsLen < 0 || p+propsLen != n {
+		return nil, fmt.Errorf("%w: properties length %d in a %d-byte record", ErrSizeMismatch, propsLen, n)
+	}
+	if propsLen == 0 {
+		return nil, nil
+	}
+	return b[p:n:n], nil
+}
