@@ -70,6 +70,12 @@ func (c *collector) handler(_ context.Context, msgs ...*primitive.MessageExt) (c
 // newPushConsumer starts an official push consumer subscribed to topic with expr.
 func newPushConsumer(t *testing.T, c *testutil.Cluster, group, topic, expr string, h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
+	return newSelectorConsumer(t, c, group, topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr}, h, opts...)
+}
+
+// newSelectorConsumer starts an official push consumer subscribed to topic with sel.
+func newSelectorConsumer(t *testing.T, c *testutil.Cluster, group, topic string, sel consumer.MessageSelector, h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
 	all := append([]consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
 		consumer.WithGroupName(group),
@@ -78,7 +84,7 @@ func newPushConsumer(t *testing.T, c *testutil.Cluster, group, topic, expr strin
 	}, opts...)
 	pc, err := rocketmq.NewPushConsumer(all...)
 	require.NoError(t, err)
-	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr}, h))
+	require.NoError(t, pc.Subscribe(topic, sel, h))
 	require.NoError(t, pc.Start())
 	t.Cleanup(func() { _ = pc.Shutdown() }) // Shutdown is idempotent; tests may stop it earlier
 	return pc

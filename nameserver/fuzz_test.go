@@ -37,7 +37,7 @@ func FuzzRegisterBody(f *testing.F) {
 			}
 			req := remoting.NewRequestExt(int16(protocol.RegisterBroker), ext)
 			req.Body = body
-			resp, _, _, err := registerCommand(rt, req, uint64(id+1), t0)
+			resp, _, _, err := registerCommand(rt, req, Registrant{ChannelID: uint64(id + 1)}, t0)
 			if err != nil {
 				if resp != nil {
 					t.Fatalf("error %v with a response", err)
@@ -90,7 +90,7 @@ func TestRegisterJavaShapedBody(t *testing.T) {
 	ext.Set("compressed", "false")
 	req := remoting.NewRequestExt(int16(protocol.RegisterBroker), ext)
 	req.Body = body
-	resp, hdr, res, err := registerCommand(rt, req, 1, t0)
+	resp, hdr, res, err := registerCommand(rt, req, Registrant{ChannelID: 1}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}

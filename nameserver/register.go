@@ -19,6 +19,7 @@ package nameserver
 import (
 	"context"
 	"hash/crc32"
+	"net/netip"
 	"time"
 
 	"github.com/ferrymq/ferry/protocol"
@@ -48,7 +49,7 @@ func systemError(remark string) error {
 // registerCommand decodes and applies one REGISTER_BROKER request to t and
 // builds its response. It is the whole registration path short of logging,
 // shared by the handler and the fuzz test.
-func registerCommand(t *RouteTable, req *remoting.Command, channelID uint64, now time.Time) (
+func registerCommand(t *RouteTable, req *remoting.Command, from Registrant, now time.Time) (
 	*remoting.Command, *protocol.RegisterBrokerRequestHeader, RegisterResult, error) {
 	var hdr protocol.RegisterBrokerRequestHeader
 	if err := hdr.DecodeExt(req.ExtFields); err != nil {
@@ -67,7 +68,7 @@ func registerCommand(t *RouteTable, req *remoting.Command, channelID uint64, now
 			return nil, &hdr, RegisterResult{}, systemError("register broker: " + err.Error())
 		}
 	}
-	res, err := t.RegisterBroker(&hdr, body, channelID, now)
+	res, err := t.RegisterBroker(&hdr, body, from, now)
 	if err != nil {
 		return nil, &hdr, RegisterResult{}, systemError(err.Error())
 	}
@@ -81,7 +82,7 @@ func registerCommand(t *RouteTable, req *remoting.Command, channelID uint64, now
 
 // handleRegisterBroker serves REGISTER_BROKER.
 func (s *Server) handleRegisterBroker(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	resp, hdr, res, err := registerCommand(s.table, req, ch.ID(), s.opts.Clock())
+	resp, hdr, res, err := registerCommand(s.table, req, s.registrant(ch), s.opts.Clock())
 	if err != nil {
 		ev := s.log.Warn().Err(err).Str("remote", ch.RemoteAddr())
 		if hdr != nil {
@@ -116,7 +117,12 @@ func (s *Server) handleUnregisterBroker(_ context.Context, ch remoting.Channel, 
 	if err := hdr.DecodeExt(req.ExtFields); err != nil {
 		return nil, systemError("unregister broker: " + err.Error())
 	}
-	removed := s.table.UnregisterBroker(hdr.ClusterName, hdr.BrokerAddr, hdr.BrokerName, hdr.BrokerID)
+	removed, err := s.table.UnregisterBroker(hdr.ClusterName, hdr.BrokerAddr, hdr.BrokerName, hdr.BrokerID,
+		s.registrant(ch), s.opts.Clock())
+	if err != nil {
+		s.log.Warn().Err(err).Str("remote", ch.RemoteAddr()).Msg("broker unregistration refused")
+		return nil, systemError(err.Error())
+	}
 	ev := s.log.Debug()
 	if removed {
 		ev = s.log.Info()
@@ -125,4 +131,13 @@ func (s *Server) handleUnregisterBroker(_ context.Context, ch remoting.Channel, 
 		Str("brokerAddr", hdr.BrokerAddr).Str("remote", ch.RemoteAddr()).Bool("removed", removed).
 		Msg("broker unregistered")
 	return remoting.NewResponse(req, int16(protocol.Success), ""), nil
+}
+
+// registrant describes the connection a registration arrives on.
+func (s *Server) registrant(ch remoting.Channel) Registrant {
+	r := Registrant{ChannelID: ch.ID()}
+	if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
+		r.IP = ap.Addr().Unmap()
+	}
+	return r
 }

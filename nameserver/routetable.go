@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +20,25 @@ const MasterID int64 = 0
 // a request that cannot be recorded.
 var ErrInvalidRegistration = errors.New("nameserver: invalid broker registration")
 
+// ErrTakeover means a registration or unregistration would replace or remove a broker
+// address that another connection registered and still holds (open, not expired),
+// without being trusted (ACL admin credentials): an impostor could otherwise send a live
+// broker's traffic to itself, or make its routes vanish. A broker re-registers on the
+// connection it registered on; after a reconnect the old connection is closed (or its
+// registration expires), so its own registrations go through.
+var ErrTakeover = errors.New("nameserver: broker registered by another live connection")
+
+// Registrant is the connection a registration or unregistration arrives on.
+type Registrant struct {
+	// ChannelID is the remoting connection (0: none, as in tests: never owns anything).
+	ChannelID uint64
+	// IP is the connection's remote address (kept for messages).
+	IP netip.Addr
+	// Trusted is a request authenticated with admin credentials (ACL): it may take over
+	// any registration.
+	Trusted bool
+}
+
 // RouteTableOptions configures a RouteTable.
 type RouteTableOptions struct {
 	// BrokerExpiry is how long a broker address stays registered without
@@ -32,6 +52,9 @@ type RouteTableOptions struct {
 	// that send one-topic "increment" registrations must be served; their
 	// other topics would otherwise vanish until the next full registration.
 	RetainUnlistedTopics bool
+	// ChannelOpen reports whether a connection is still open; a registration held by a
+	// closed one can be taken over. nil: every connection counts as open.
+	ChannelOpen func(id uint64) bool
 }
 
 // DefaultRouteTableOptions returns the RocketMQ defaults: a 120 s expiry and
@@ -99,7 +122,8 @@ type liveBroker struct {
 	timeout      time.Duration
 	dataVersion  protocol.DataVersion
 	haServerAddr string
-	channelID    uint64 // remoting channel that carried the last registration; 0 = none
+	channelID    uint64     // remoting channel that carried the last registration; 0 = none
+	ip           netip.Addr // that channel's remote address
 }
 
 // RouteTable is the name server's state: clusters, broker groups, topic
@@ -143,10 +167,11 @@ func NewRouteTable(opts RouteTableOptions) (*RouteTable, error) {
 // unless RetainUnlistedTopics is set, removes its queues from the topics the
 // body no longer lists. Every registration refreshes the address's liveness.
 func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, body *protocol.RegisterBrokerBody,
-	channelID uint64, now time.Time) (RegisterResult, error) {
+	from Registrant, now time.Time) (RegisterResult, error) {
 	if err := checkRegistration(req); err != nil {
 		return RegisterResult{}, err
 	}
+	channelID := from.ChannelID
 	var wrapper protocol.TopicConfigSerializeWrapper
 	if body != nil {
 		wrapper = body.TopicConfigSerializeWrapper
@@ -156,6 +181,16 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	res := RegisterResult{DataVersion: wrapper.DataVersion}
+	if err := t.checkOwnerLocked(addr, from, now); err != nil {
+		return res, err
+	}
+	if g := t.mu.brokers[name]; g != nil {
+		if old, ok := g.addrs[id]; ok && old != addr {
+			if err := t.checkOwnerLocked(old, from, now); err != nil {
+				return res, err
+			}
+		}
+	}
 
 	prev := t.mu.live[addr]
 	if prev != nil && prev.brokerName != name {
@@ -219,6 +254,7 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 		dataVersion:  wrapper.DataVersion,
 		haServerAddr: req.HAServerAddr,
 		channelID:    channelID,
+		ip:           from.IP,
 	}
 
 	if id != MasterID {
@@ -310,15 +346,32 @@ func checkBrokerAddr(addr string) error {
 // returned, unless the address is registered under exactly that cluster,
 // broker name and id, so a late request from a broker's previous incarnation
 // cannot remove its successor.
-func (t *RouteTable) UnregisterBroker(cluster, addr, brokerName string, brokerID int64) bool {
+func (t *RouteTable) UnregisterBroker(cluster, addr, brokerName string, brokerID int64, from Registrant, now time.Time) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec := t.mu.live[addr]
 	if rec == nil || rec.brokerName != brokerName || rec.cluster != cluster || rec.brokerID != brokerID {
-		return false
+		return false, nil
+	}
+	if err := t.checkOwnerLocked(addr, from, now); err != nil {
+		return false, err
 	}
 	t.removeAddrLocked(addr)
-	return true
+	return true, nil
+}
+
+// checkOwnerLocked refuses (ErrTakeover) a change to addr's registration by from when
+// another connection holds it (open, not expired) and from is not trusted.
+func (t *RouteTable) checkOwnerLocked(addr string, from Registrant, now time.Time) error {
+	rec := t.mu.live[addr]
+	switch {
+	case rec == nil, from.Trusted, rec.channelID == 0, rec.channelID == from.ChannelID,
+		rec.lastUpdate.Add(rec.timeout).Before(now),
+		t.opts.ChannelOpen != nil && !t.opts.ChannelOpen(rec.channelID):
+		return nil
+	}
+	return fmt.Errorf("%w: %s (broker %s, id %d) is held by a connection from %v; it can be replaced once that connection closes or the registration expires, or with admin credentials",
+		ErrTakeover, addr, rec.brokerName, rec.brokerID, rec.ip)
 }
 
 // ExpireBrokers removes every broker address whose last registration plus

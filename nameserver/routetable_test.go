@@ -3,6 +3,7 @@ package nameserver
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func regBody(counter int64, topics ...protocol.TopicConfig) *protocol.RegisterBr
 func mustRegister(t *testing.T, rt *RouteTable, h *protocol.RegisterBrokerRequestHeader,
 	b *protocol.RegisterBrokerBody, ch uint64, now time.Time) RegisterResult {
 	t.Helper()
-	res, err := rt.RegisterBroker(h, b, ch, now)
+	res, err := rt.RegisterBroker(h, b, Registrant{ChannelID: ch}, now)
 	require.NoError(t, err)
 	return res
 }
@@ -263,9 +264,14 @@ func TestRemoveByChannel(t *testing.T) {
 	_, ok = rt.TopicRoute("B")
 	require.True(t, ok)
 
-	// broker-b reconnects and registers on a new channel: the old channel's
-	// late close must not remove it.
-	mustRegister(t, rt, regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)), 3, t0)
+	// broker-b reconnects and registers on a new channel from the same host: the old
+	// channel's late close must not remove it.
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)),
+		Registrant{ChannelID: 3}, t0)
+	require.ErrorIs(t, err, ErrTakeover, "from an unknown host while channel 2 holds it")
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)),
+		Registrant{ChannelID: 3, Trusted: true}, t0)
+	require.NoError(t, err)
 	require.Empty(t, rt.RemoveByChannel(2))
 	_, ok = rt.TopicRoute("B")
 	require.True(t, ok)
@@ -335,17 +341,27 @@ func TestAutoCreateTemplateTopicRoute(t *testing.T) {
 }
 
 func TestAddressMovesAndDisplacement(t *testing.T) {
-	rt := newTable(t, nil)
+	open := map[uint64]bool{1: true, 2: true}
+	rt := newTable(t, func(o *RouteTableOptions) { o.ChannelOpen = func(id uint64) bool { return open[id] } })
 	mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(1, topicConfig("T", 4, 6)), 1, t0)
 	mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.6:10911", 1), regBody(1), 2, t0)
 
-	// The slave is promoted: its address leaves id 1, and the old master's
-	// address is displaced from id 0.
+	// The slave cannot take id 0 while the master's connection holds it.
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.6:10911", 0), regBody(5, topicConfig("T", 8, 6)),
+		Registrant{ChannelID: 2}, t0)
+	require.ErrorIs(t, err, ErrTakeover)
+	route, _ := rt.TopicRoute("T")
+	require.Equal(t, map[int64]string{0: "10.0.0.5:10911", 1: "10.0.0.6:10911"}, route.BrokerDatas[0].BrokerAddrs)
+
+	// Once it is gone (its connection closed before the close was handled), the slave
+	// is promoted: its address leaves id 1, and the old master's address is displaced
+	// from id 0.
+	open[1] = false
 	res := mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.6:10911", 0), regBody(5, topicConfig("T", 8, 6)), 2, t0)
 	require.True(t, res.NewAddress)
 	require.True(t, res.TopicsUpdated)
 	require.Equal(t, "10.0.0.5:10911", res.Displaced)
-	route, _ := rt.TopicRoute("T")
+	route, _ = rt.TopicRoute("T")
 	require.Equal(t, map[int64]string{0: "10.0.0.6:10911"}, route.BrokerDatas[0].BrokerAddrs)
 	require.Equal(t, int32(8), route.QueueDatas[0].WriteQueueNums)
 	require.Len(t, rt.Brokers(), 1, "the displaced address has no liveness record left")
@@ -370,17 +386,25 @@ func TestUnregisterBroker(t *testing.T) {
 	rt := newTable(t, nil)
 	mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(1, topicConfig("T", 4, 6)), 1, t0)
 	mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.6:10911", 1), regBody(1), 2, t0)
+	unregister := func(cluster, addr, name string, id int64, ch uint64) bool {
+		t.Helper()
+		ok, err := rt.UnregisterBroker(cluster, addr, name, id, Registrant{ChannelID: ch}, t0)
+		require.NoError(t, err)
+		return ok
+	}
 
-	require.False(t, rt.UnregisterBroker("c1", "10.0.0.6:10911", "broker-a", 0), "wrong id")
-	require.False(t, rt.UnregisterBroker("c9", "10.0.0.6:10911", "broker-a", 1), "wrong cluster")
-	require.False(t, rt.UnregisterBroker("c1", "10.0.0.6:10911", "broker-b", 1), "wrong name")
-	require.False(t, rt.UnregisterBroker("c1", "10.9.9.9:10911", "broker-a", 1), "unknown address")
+	require.False(t, unregister("c1", "10.0.0.6:10911", "broker-a", 0, 2), "wrong id")
+	require.False(t, unregister("c9", "10.0.0.6:10911", "broker-a", 1, 2), "wrong cluster")
+	require.False(t, unregister("c1", "10.0.0.6:10911", "broker-b", 1, 2), "wrong name")
+	require.False(t, unregister("c1", "10.9.9.9:10911", "broker-a", 1, 2), "unknown address")
+	_, err := rt.UnregisterBroker("c1", "10.0.0.6:10911", "broker-a", 1, Registrant{ChannelID: 9}, t0)
+	require.ErrorIs(t, err, ErrTakeover, "another live connection's registration")
 
-	require.True(t, rt.UnregisterBroker("c1", "10.0.0.6:10911", "broker-a", 1))
+	require.True(t, unregister("c1", "10.0.0.6:10911", "broker-a", 1, 2))
 	route, ok := rt.TopicRoute("T")
 	require.True(t, ok)
 	require.Equal(t, map[int64]string{0: "10.0.0.5:10911"}, route.BrokerDatas[0].BrokerAddrs)
-	require.True(t, rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0))
+	require.True(t, unregister("c1", "10.0.0.5:10911", "broker-a", 0, 1))
 	_, ok = rt.TopicRoute("T")
 	require.False(t, ok)
 }
@@ -399,7 +423,7 @@ func TestRegisterRejectsUnusableRequests(t *testing.T) {
 		"non-ascii":    regHeader("c1", "b", "höst:1", 0),
 		"control byte": regHeader("c1", "b", "host:1\n", 0),
 	} {
-		_, err := rt.RegisterBroker(h, regBody(1, topicConfig("T", 1, 6)), 1, t0)
+		_, err := rt.RegisterBroker(h, regBody(1, topicConfig("T", 1, 6)), Registrant{ChannelID: 1}, t0)
 		require.ErrorIs(t, err, ErrInvalidRegistration, name)
 	}
 	require.Empty(t, rt.TopicList())
@@ -457,7 +481,7 @@ func TestRouteTableConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				h := regHeader("c1", fmt.Sprintf("broker-%d", g), fmt.Sprintf("10.0.%d.%d:10911", g, i%3), int64(i%3))
-				_, err := rt.RegisterBroker(h, regBody(int64(i), topicConfig("T", 4, 6)), uint64(g+1), t0)
+				_, err := rt.RegisterBroker(h, regBody(int64(i), topicConfig("T", 4, 6)), Registrant{ChannelID: uint64(g + 1)}, t0)
 				if err != nil {
 					panic(err)
 				}
@@ -482,4 +506,46 @@ func TestRouteTableConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, []string{"T"}, rt.TopicList())
+}
+
+// An impostor's registration cannot take a live broker's name and id or its address,
+// nor unregister it; once the holder's connection is closed, or its registration has
+// expired, it can.
+func TestRegistrationTakeover(t *testing.T) {
+	open := map[uint64]bool{1: true}
+	rt := newTable(t, func(o *RouteTableOptions) { o.ChannelOpen = func(id uint64) bool { return open[id] } })
+	genuine := regHeader("c1", "broker-a", "10.0.0.5:10911", 0)
+	mustRegister(t, rt, genuine, regBody(1, topicConfig("T", 4, 6)), 1, t0)
+	want := map[int64]string{0: "10.0.0.5:10911"}
+	check := func() {
+		t.Helper()
+		route, ok := rt.TopicRoute("T")
+		require.True(t, ok)
+		require.Equal(t, want, route.BrokerDatas[0].BrokerAddrs)
+	}
+	impostor := Registrant{ChannelID: 7, IP: netip.MustParseAddr("10.6.6.6")}
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 4, 6)), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "another address for the live id")
+	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "the live address itself, on another connection")
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-evil", "10.0.0.5:10911", 0), regBody(1), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "the live address under another name")
+	_, err = rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover)
+	require.Empty(t, rt.RemoveByChannel(7), "the impostor's connection owns nothing")
+	check()
+
+	// Expired: a new registration may take over.
+	later := t0.Add(DefaultRouteTableOptions().BrokerExpiry + time.Second)
+	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 8}, later)
+	require.NoError(t, err)
+	check()
+	// Its connection closed: likewise.
+	open[8] = true
+	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 9}, later)
+	require.ErrorIs(t, err, ErrTakeover, "channel 8 holds it now")
+	open[8] = false
+	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 9}, later)
+	require.NoError(t, err)
+	check()
 }

@@ -109,18 +109,19 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	s := &Server{
+		opts: opts,
+		log:  opts.Logger.With().Str("component", "nameserver").Logger(),
+	}
 	table, err := NewRouteTable(RouteTableOptions{
 		BrokerExpiry:         opts.BrokerExpiry,
 		RetainUnlistedTopics: opts.RetainUnlistedTopics,
+		ChannelOpen:          s.channelOpen,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		opts:  opts,
-		log:   opts.Logger.With().Str("component", "nameserver").Logger(),
-		table: table,
-	}
+	s.table = table
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	ro := remoting.DefaultServerOptions()

@@ -232,6 +232,8 @@ func bodyCodecs() []bodyCodec {
 		bodyCase("delay offset table", DecodeDelayOffsetSerializeWrapper, EncodeDelayOffsetSerializeWrapper, true,
 			`{"offsetTable":{1:123,2:0,"18":7}}`,
 			`{"offsetTable":{"1":1},"ferryTimerProgress":{"watermark":4,"delivered":[[6,9]]}}`),
+		bodyCase("check client config", DecodeCheckClientRequestBody, EncodeCheckClientRequestBody, true,
+			`{"clientId":"c@1","group":"cg","subscriptionData":{"topic":"T","subString":"a > 1","expressionType":"SQL92","subVersion":3}}`),
 		bodyCase("consume message directly result", DecodeConsumeMessageDirectlyResult, EncodeConsumeMessageDirectlyResult, true,
 			`{"order":false,"autoCommit":true,"consumeResult":4,"remark":"x","spentTimeMills":3}`,
 			`{"consumeResult":"CR_LATER"}`),

@@ -272,3 +272,32 @@ func DecodeConsumerIDList(data []byte) ([]string, error) {
 	}
 	return nilIfEmpty(l.ConsumerIDList), nil
 }
+
+// CheckClientRequestBody is the body of CHECK_CLIENT_CONFIG (46): a client (Java) asks
+// whether the broker accepts a subscription before it starts consuming.
+//
+//	{"clientId":"10.0.0.1@1","group":"cg","subscriptionData":{"topic":"T","subString":"a > 1","expressionType":"SQL92",...}}
+type CheckClientRequestBody struct {
+	ClientID         string            `json:"clientId"`
+	Group            string            `json:"group"`
+	SubscriptionData *SubscriptionData `json:"subscriptionData"`
+	Namespace        string            `json:"namespace,omitempty"`
+}
+
+// DecodeCheckClientRequestBody decodes a CHECK_CLIENT_CONFIG body. Errors wrap ErrBadBody.
+func DecodeCheckClientRequestBody(data []byte) (*CheckClientRequestBody, error) {
+	var b CheckClientRequestBody
+	if err := decodeJSON("check client config", data, &b); err != nil {
+		return nil, err
+	}
+	if s := b.SubscriptionData; s != nil {
+		s.TagsSet = nilIfEmpty(s.TagsSet)
+		s.CodeSet = nilIfEmpty(s.CodeSet)
+	}
+	return &b, nil
+}
+
+// EncodeCheckClientRequestBody encodes b as JSON.
+func EncodeCheckClientRequestBody(b *CheckClientRequestBody) ([]byte, error) {
+	return marshalBody("check client config", b)
+}
