@@ -218,7 +218,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.rates = newBrokerRates(o.Clock, b.damageInfo)
 	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, rates: b.rates}
+		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, rates: b.rates}
 	pl := b.pull
 	b.polls.answer = func(p *pullRequest) *remoting.Command { return pl.pull(p, false) }
 	targets.polls, targets.sched = b.polls, b.sched
@@ -280,7 +280,7 @@ func brokerConfigProperties(o *Options) map[string]string {
 	for i, d := range o.DelayLevels {
 		levels[i] = d.String()
 	}
-	return map[string]string{
+	props := map[string]string{
 		"brokerName":                  o.BrokerName,
 		"brokerClusterName":           o.ClusterName,
 		"brokerId":                    itoa(o.BrokerID),
@@ -316,6 +316,11 @@ func brokerConfigProperties(o *Options) map[string]string {
 		"sendMessageThreadPoolNums":   itoa(int64(o.Workers.Send)),
 		"pullMessageThreadPoolNums":   itoa(int64(o.Workers.Pull)),
 	}
+	// Slave reads (pull.go): the ratio as configured, and the byte limit it gave.
+	props["slaveReadEnable"] = strconv.FormatBool(o.SlaveReadEnable)
+	props["accessMessageInMemoryMaxRatio"] = itoa(int64(o.AccessMessageInMemoryMaxRatio))
+	props["ferryAccessMessageInMemoryMaxBytes"] = itoa(so.InMemoryMaxBytes)
+	return props
 }
 
 // Start serves requests on ln and starts the background services: the store, the long-poll

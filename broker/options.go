@@ -78,7 +78,8 @@ type Options struct {
 	// the name servers' REGISTER_BROKER answer (haServerAddr), as RocketMQ does.
 	HAMasterAddr string
 	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave acknowledgement
-	// (RocketMQ slaveTimeout; then FLUSH_SLAVE_TIMEOUT).
+	// (RocketMQ slaveTimeout; then FLUSH_SLAVE_TIMEOUT). Default: Store.SyncFlushTimeout
+	// (5 s), what the configuration's haSlaveTimeout 0 resolves to.
 	HASlaveTimeout time.Duration
 	// HASlaveFallbehindMax: a SYNC_MASTER send answers SLAVE_NOT_AVAILABLE without
 	// waiting when the best slave is this many bytes or more behind the message's end.
@@ -120,6 +121,16 @@ type Options struct {
 	// otherwise for at most ShortPollingTimeout.
 	LongPollingEnable   bool
 	ShortPollingTimeout time.Duration
+	// SlaveReadEnable (RocketMQ slaveReadEnable) lets pull answers suggest a slave: the
+	// group's whichBrokerWhenConsumeSlowly when the pull read a record further behind the
+	// log's end than Store.InMemoryMaxBytes, else the group's brokerId. Without it every
+	// answer suggests the master. A slave serves pulls either way (see pull.go).
+	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxRatio is the percentage of physical memory
+	// Store.InMemoryMaxBytes was computed from (RocketMQ accessMessageInMemoryMaxRatio,
+	// 40). The launcher does the computing; the broker only reports it
+	// (GET_BROKER_CONFIG).
+	AccessMessageInMemoryMaxRatio int
 
 	// TransactionTimeout is the age of an unresolved half message before its first
 	// check; TransactionCheckInterval the pause between checks (0: the service's
@@ -140,27 +151,28 @@ func DefaultOptions() Options {
 	so := store.DefaultOptions()
 	so.Dir = "data"
 	return Options{
-		BrokerName:            "broker-a",
-		ClusterName:           "DefaultCluster",
-		AdvertisedAddr:        "127.0.0.1:10911",
-		RegisterInterval:      30 * time.Second,
-		HASlaveTimeout:        3 * time.Second,
-		HASlaveFallbehindMax:  256 << 20,
-		SlaveSyncInterval:     10 * time.Second,
-		MaxFrameSize:          16 << 20,
-		IdleTimeout:           120 * time.Second,
-		Workers:               Workers{Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8},
-		Store:                 so,
-		DelayLevels:           defaultDelayLevels(),
-		AutoCreateTopic:       true,
-		DefaultTopicQueueNums: 8,
-		MaxReconsumeTimes:     16,
-		LongPollingEnable:     true,
-		ShortPollingTimeout:   time.Second,
-		TransactionTimeout:    6 * time.Second,
-		TransactionCheckMax:   15,
-		Logger:                zerolog.Nop(),
-		Clock:                 time.Now,
+		BrokerName:                    "broker-a",
+		ClusterName:                   "DefaultCluster",
+		AdvertisedAddr:                "127.0.0.1:10911",
+		RegisterInterval:              30 * time.Second,
+		HASlaveTimeout:                so.SyncFlushTimeout,
+		HASlaveFallbehindMax:          256 << 20,
+		SlaveSyncInterval:             10 * time.Second,
+		MaxFrameSize:                  16 << 20,
+		IdleTimeout:                   120 * time.Second,
+		Workers:                       Workers{Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8},
+		Store:                         so,
+		DelayLevels:                   defaultDelayLevels(),
+		AutoCreateTopic:               true,
+		DefaultTopicQueueNums:         8,
+		MaxReconsumeTimes:             16,
+		LongPollingEnable:             true,
+		ShortPollingTimeout:           time.Second,
+		AccessMessageInMemoryMaxRatio: 40,
+		TransactionTimeout:            6 * time.Second,
+		TransactionCheckMax:           15,
+		Logger:                        zerolog.Nop(),
+		Clock:                         time.Now,
 	}
 }
 
@@ -201,6 +213,8 @@ func (o *Options) Validate() error {
 		return bad("DelayLevels is empty")
 	case o.TransactionCheckMax <= 0:
 		return bad("TransactionCheckMax %d must be positive", o.TransactionCheckMax)
+	case o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100:
+		return bad("AccessMessageInMemoryMaxRatio %d is not a percentage", o.AccessMessageInMemoryMaxRatio)
 	}
 	if _, err := netip.ParseAddrPort(o.AdvertisedAddr); err != nil {
 		return bad("AdvertisedAddr %q must be ip:port: %v", o.AdvertisedAddr, err)

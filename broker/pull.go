@@ -10,6 +10,14 @@ package broker
 // the stored records as the body without copying them. When nothing is new and the
 // request allows suspension (0x2), hold it until a message arrives in that queue or the
 // requested timeout passes (long polling), then answer.
+//
+// Every answer suggests the broker of the queue's next pull (suggestWhichBrokerId, storage
+// spec §6.2): the master (0) unless slaveReadEnable is set; with it, the group's
+// whichBrokerWhenConsumeSlowly (default 1) when the last record read lies further behind
+// the log's end than the in-memory limit (the consumer lags and reads from disk), else the
+// group's brokerId (default 0). Unlike RocketMQ, a SLAVE without slaveReadEnable does
+// not refuse pulls (PULL_RETRY_IMMEDIATELY): it serves them and suggests the master, so
+// consumers keep reading while the master is down and move back once it returns.
 
 import (
 	"context"
@@ -35,7 +43,10 @@ type puller struct {
 	polls   *longPoll
 	// master: only a master stores the offsets piggy-backed on pulls.
 	master bool
-	rates  *brokerRates // counts served messages; nil in some unit tests
+	// slaveRead (slaveReadEnable) lets answers suggest a slave; without it they suggest
+	// the master.
+	slaveRead bool
+	rates     *brokerRates // counts served messages; nil in some unit tests
 }
 
 // pullRequest is a decoded pull with its filter, kept while the request is held.
@@ -44,6 +55,8 @@ type pullRequest struct {
 	req    *remoting.Command
 	h      protocol.PullMessageRequestHeader
 	filter *tagFilter
+	// The group's brokerId and whichBrokerWhenConsumeSlowly, for the suggestion.
+	brokerID, slowBrokerID int64
 }
 
 // handlePull serves a pull request.
@@ -85,7 +98,8 @@ func (pl *puller) handlePull(_ context.Context, ch remoting.Channel, req *remoti
 	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && pl.master {
 		pl.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
-	p := &pullRequest{ch: ch, req: req, h: h, filter: filter}
+	p := &pullRequest{ch: ch, req: req, h: h, filter: filter,
+		brokerID: gcfg.BrokerID, slowBrokerID: gcfg.WhichBrokerWhenConsumeSlowly}
 	suspend := h.SysFlag&protocol.PullFlagSuspend != 0
 	return pl.pull(p, suspend), nil
 }
@@ -113,7 +127,8 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 		return nil
 	}
 	resp := respond(p.req, code, "")
-	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}
+	rh := protocol.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset,
+		SuggestWhichBrokerID: pl.suggest(p, r.InDisk)}
 	rh.EncodeExt(&resp.ExtFields)
 	if code == protocol.Success {
 		if pl.rates != nil {
@@ -125,6 +140,22 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 		r.Release()
 	}
 	return resp
+}
+
+// masterID is the broker id of a master.
+const masterID = 0
+
+// suggest is the broker id an answer to p suggests for the queue's next pull; inDisk
+// reports that the read lagged beyond the in-memory limit (see the file comment).
+func (pl *puller) suggest(p *pullRequest, inDisk bool) int64 {
+	switch {
+	case !pl.slaveRead:
+		return masterID
+	case inDisk:
+		return p.slowBrokerID
+	default:
+		return p.brokerID
+	}
 }
 
 // pullCode maps a store status to the pull response code and next offset (spec §6.2).

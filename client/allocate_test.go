@@ -153,3 +153,25 @@ func TestReadAddr(t *testing.T) {
 		require.Equal(t, c.want, readAddr(c.addrs), "%v", c.addrs)
 	}
 }
+
+// A pull goes to the member the last answer suggested when the route lists it, else to
+// the master, else to the lowest slave.
+func TestPullAddr(t *testing.T) {
+	both := map[int64]string{0: "m:1", 1: "s:1", 2: "s:2"}
+	for _, c := range []struct {
+		addrs     map[int64]string
+		suggested int64
+		want      string
+	}{
+		{both, 0, "m:1"},
+		{both, 1, "s:1"},
+		{both, 2, "s:2"},
+		{both, 3, "m:1"}, // not in the route: the master
+		{map[int64]string{1: "s:1", 2: "s:2"}, 0, "s:1"}, // no master: the lowest slave
+		{map[int64]string{1: "s:1", 2: "s:2"}, 2, "s:2"},
+		{map[int64]string{0: "m:1", 1: ""}, 1, "m:1"},
+		{nil, 1, ""},
+	} {
+		require.Equal(t, c.want, pullAddr(c.addrs, c.suggested), "%v, suggested %d", c.addrs, c.suggested)
+	}
+}

@@ -107,7 +107,7 @@ func (pc *PushConsumer) resetOffsets(topic string, table map[protocol.MessageQue
 		}
 		// Not committed: the broker holds the new offset, the old one must not overwrite it.
 		pc.dropLocked(q, false)
-		nq := pc.newProcessQueue(q.sub, readQueue{mq: mq, addr: q.addr()}, pc.mu.draining[mq])
+		nq := pc.newProcessQueue(q.sub, q.route(), pc.mu.draining[mq])
 		nq.reset = &off
 		pc.mu.queues[mq] = nq
 		nq.pulling.Add(1)

@@ -117,7 +117,8 @@ type liteQueue struct {
 	bytes      int           // their body bytes
 	pullCancel context.CancelFunc
 
-	committed int64 // last committed offset (-1: none); guarded by LitePullConsumer.commitMu
+	committed   int64  // last committed offset (-1: none); guarded by LitePullConsumer.commitMu
+	committedTo string // the broker it was committed to; guarded by LitePullConsumer.commitMu
 }
 
 // LitePullConsumer pulls in the background and hands messages out through Poll, like
@@ -718,21 +719,31 @@ func (lc *LitePullConsumer) commitOffset(q *liteQueue) (offset int64, ok bool) {
 	return q.next, true
 }
 
-// commit commits the offsets of qs that moved since their last commit.
+// commit commits the offsets of qs that moved since their last commit, or whose last
+// commit went to another broker (the master is back after a failover: it has not seen
+// the offsets committed to the slave).
 func (lc *LitePullConsumer) commit(ctx context.Context, qs []*liteQueue) error {
 	lc.commitMu.Lock()
 	defer lc.commitMu.Unlock()
 	var errs []error
 	for _, q := range qs {
 		off, ok := lc.commitOffset(q)
-		if !ok || off == q.committed {
+		if !ok {
 			continue
 		}
-		if err := lc.pull.CommitOffset(ctx, q.mq, off); err != nil {
+		addr, err := lc.pull.brokerAddr(ctx, q.mq)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: commit offset %d of %s for %s: %w", off, q.mq, lc.group, err))
+			continue
+		}
+		if off == q.committed && addr == q.committedTo {
+			continue
+		}
+		if err := lc.pull.commitOffsetAt(ctx, addr, q.mq, off); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		q.committed = off
+		q.committed, q.committedTo = off, addr
 	}
 	return errors.Join(errs...)
 }

@@ -15,8 +15,9 @@ import (
 // offset (QUERY_CONSUMER_OFFSET; broadcasting: the file's); a queue the group has never
 // committed starts where ConsumeFrom says. Each queue's offset — the lowest pulled
 // message not yet consumed — is committed (UPDATE_CONSUMER_OFFSET; broadcasting: into
-// the file's table, written out after each round) every commit interval when it moved,
-// when the queue is dropped, and on Close.
+// the file's table, written out after each round) every commit interval when it moved
+// or offsets now go to another broker (the master is back after a failover: it has not
+// seen the offsets committed to the slave), when the queue is dropped, and on Close.
 
 // startOffset finds where q starts pulling.
 func (pc *PushConsumer) startOffset(q *processQueue) (int64, error) {
@@ -81,26 +82,32 @@ func offsetOf(resp *remoting.Command) (int64, error) {
 }
 
 // commit sends q's offset to its broker (broadcasting: records it for the offsets
-// file) if it moved since the last commit.
+// file) if it moved since the last commit, or if that went to another broker.
 func (pc *PushConsumer) commit(ctx context.Context, q *processQueue) error {
 	q.commitMu.Lock()
 	defer q.commitMu.Unlock()
 	off, ok := q.commitOffset()
-	if !ok || off == q.committed {
+	if !ok {
 		return nil
 	}
 	if pc.local != nil {
-		pc.local.set(q.mq, off)
-		q.committed = off
+		if off != q.committed {
+			pc.local.set(q.mq, off)
+			q.committed = off
+		}
+		return nil
+	}
+	addr := q.addr()
+	if off == q.committed && addr == q.committedTo {
 		return nil
 	}
 	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
 		ConsumerGroup: pc.group, Topic: q.mq.Topic, QueueID: q.mq.QueueID, CommitOffset: off,
 		BrokerName: q.mq.BrokerName})
-	if _, err := pc.c.invoke(ctx, q.addr(), req); err != nil {
+	if _, err := pc.c.invoke(ctx, addr, req); err != nil {
 		return fmt.Errorf("client: commit offset %d of %s for %s: %w", off, q.mq, pc.group, err)
 	}
-	q.committed = off
+	q.committed, q.committedTo = off, addr
 	return nil
 }
 

@@ -17,7 +17,11 @@ import (
 // Pulling. Each owned queue has a processQueue and a pull loop: it finds the start offset
 // (offsets.go), then pulls with long polling — the broker holds a request that finds
 // nothing until a message arrives or the suspend timeout passes — and hands what it gets
-// to the workers. Pulled messages stay in the queue's window until they are consumed (or
+// to the workers. Each pull goes to the member of the queue's broker group the previous
+// answer suggested (suggestWhichBrokerId, see pullAddr): a slave when the brokers offer
+// slave reads and the consumer lags, the master otherwise, the lowest slave while the
+// route has no master; offsets are read and committed on the master while it is there
+// (offsets.go). Pulled messages stay in the queue's window until they are consumed (or
 // sent back); the queue stops pulling while the window holds too many messages or bytes
 // (flow control), and the offset to commit is the lowest one still in the window, so
 // messages completing out of order never let the committed offset pass an unconsumed
@@ -42,10 +46,12 @@ type pendingMsg struct {
 // processQueue is one owned queue: its pull loop's state and its window of pulled
 // messages.
 type processQueue struct {
-	pc      *PushConsumer
-	mq      MessageQueue
-	sub     *subscription
-	brokerA atomic.Pointer[string] // master address; the rebalance updates it
+	pc        *PushConsumer
+	mq        MessageQueue
+	sub       *subscription
+	brokerA   atomic.Pointer[string]           // readAddr of the broker group; the rebalance updates it
+	members   atomic.Pointer[map[int64]string] // the group's addresses by broker id; the rebalance updates them
+	suggested atomic.Int64                     // broker id the last pull answer suggested (0: the master)
 
 	ctx     context.Context // cancelled when the queue is dropped or the consumer closes
 	cancel  context.CancelFunc
@@ -61,8 +67,9 @@ type processQueue struct {
 
 	reset *int64 // where an offset reset restarts the queue (brokercalls.go); set before its loops start
 
-	commitMu  sync.Mutex // serializes the queue's commits
-	committed int64      // last committed offset (-1: none); guarded by commitMu
+	commitMu    sync.Mutex // serializes the queue's commits
+	committed   int64      // last committed offset (-1: none); guarded by commitMu
+	committedTo string     // the broker it was committed to; guarded by commitMu
 
 	mu struct {
 		sync.Mutex
@@ -84,16 +91,32 @@ type processQueue struct {
 func (pc *PushConsumer) newProcessQueue(sub *subscription, rq readQueue, after <-chan struct{}) *processQueue {
 	q := &processQueue{pc: pc, mq: rq.mq, sub: sub, wake: make(chan struct{}, 1), idle: make(chan struct{}),
 		after: after, ready: make(chan struct{}, 1), locked: make(chan struct{}), committed: -1}
-	q.setAddr(rq.addr)
+	q.setRoute(rq)
 	q.ctx, q.cancel = context.WithCancel(pc.ctx)
 	return q
 }
 
-// addr is the address of the queue's broker (master).
+// addr is the address offsets, locks and send-backs of the queue go to: its broker
+// group's master, or its lowest slave while the master is absent (readAddr).
 func (q *processQueue) addr() string { return *q.brokerA.Load() }
 
-// setAddr records a new address of the queue's broker, from a fresh route.
-func (q *processQueue) setAddr(a string) { q.brokerA.Store(&a) }
+// pullAddr is where the queue's next pull goes (see the package function pullAddr).
+func (q *processQueue) pullAddr() string { return pullAddr(*q.members.Load(), q.suggested.Load()) }
+
+// setRoute records the queue's broker addresses from a fresh route.
+func (q *processQueue) setRoute(rq readQueue) {
+	a, m := rq.addr, rq.addrs
+	if m == nil {
+		m = map[int64]string{masterID: a}
+	}
+	q.brokerA.Store(&a)
+	q.members.Store(&m)
+}
+
+// route is the queue's current broker addresses.
+func (q *processQueue) route() readQueue {
+	return readQueue{mq: q.mq, addr: q.addr(), addrs: *q.members.Load()}
+}
 
 // drop stops the queue: no more pulls, no new handler calls. Calls running go on; idle
 // is closed when they are over.
@@ -353,7 +376,8 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 	// The broker answers a held pull by the suspend timeout; allow for a slow answer.
 	ctx, cancel := context.WithTimeout(q.ctx, pc.opts.suspend+15*time.Second)
 	defer cancel()
-	resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.PullMessage, &h))
+	addr := q.pullAddr()
+	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
 	code := protocol.Success
 	var be *BrokerError
 	if errors.As(err, &be) {
@@ -362,16 +386,20 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 	switch code {
 	case protocol.Success:
 		if err != nil {
+			q.suggested.Store(masterID) // the next try goes to the master (or readAddr)
 			return nil, err
 		}
 	case protocol.PullNotFound, protocol.PullRetryImmediately, protocol.PullOffsetMoved:
 	default:
+		q.suggested.Store(masterID)
 		return nil, err
 	}
 	var rh protocol.PullMessageResponseHeader
 	if err := rh.DecodeExt(resp.ExtFields); err != nil {
-		return nil, fmt.Errorf("client: pull response from %s: %w", q.addr(), err)
+		q.suggested.Store(masterID)
+		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
+	q.suggested.Store(rh.SuggestWhichBrokerID)
 	if code != protocol.Success {
 		if code == protocol.PullOffsetMoved {
 			pc.log.Warn().Str("queue", q.mq.String()).Int64("from", from).Int64("to", rh.NextBeginOffset).
@@ -380,22 +408,22 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 		q.advance(nil, rh.NextBeginOffset)
 		return nil, nil
 	}
-	msgs, err := q.decode(resp)
+	msgs, err := q.decode(addr, resp)
 	if err != nil {
 		return nil, err
 	}
 	return q.advance(msgs, rh.NextBeginOffset), nil
 }
 
-// decode turns a pull body into messages, keeping those the subscription wants.
-func (q *processQueue) decode(resp *remoting.Command) ([]*MessageExt, error) {
+// decode turns a pull body from addr into messages, keeping those the subscription wants.
+func (q *processQueue) decode(addr string, resp *remoting.Command) ([]*MessageExt, error) {
 	var out []*MessageExt
 	retryTopic := protocol.RetryTopic(q.pc.group)
 	for b := resp.Body; len(b) > 0; {
 		var rec message.Record
 		n, err := rec.Decode(b)
 		if err != nil {
-			return nil, fmt.Errorf("client: pull body from %s: %w", q.addr(), err)
+			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 		}
 		b = b[n:]
 		if !message.IsConsumable(rec.SysFlag) {

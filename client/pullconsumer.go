@@ -18,7 +18,10 @@ import (
 // COMMIT_OFFSET bit). Offsets are read and written with QUERY_CONSUMER_OFFSET (14) and
 // UPDATE_CONSUMER_OFFSET (15), queue bounds with GET_MIN_OFFSET (31), GET_MAX_OFFSET (30)
 // and SEARCH_OFFSET_BY_TIMESTAMP (29). Requests go to the master of the queue's broker
-// name, looked up on the name servers once and again after a connection error.
+// name (its lowest slave while the route has no master), looked up on the name servers
+// once and again after a connection error; a pull goes to the member the queue's last
+// pull answer suggested (suggestWhichBrokerId, see pullAddr), and a route that lacks that
+// member is looked up again at most every routeRecheck (a master coming back).
 
 // maxPullNums bounds the messages one pull asks for.
 const maxPullNums = 1024
@@ -26,6 +29,10 @@ const maxPullNums = 1024
 // pullTimeoutMargin is how much longer than the broker's hold a long-polling pull waits
 // for its answer.
 const pullTimeoutMargin = 15 * time.Second
+
+// routeRecheck is how old a broker group's known addresses must be before a pull whose
+// suggested broker they lack looks the route up again.
+const routeRecheck = 5 * time.Second
 
 // PullStatus is the outcome of a pull.
 type PullStatus int
@@ -87,10 +94,17 @@ type PullConsumer struct {
 	c     *Client
 	group string
 
-	addrs struct { // broker name → master address, learned from routes
+	addrs struct {
 		sync.Mutex
-		m map[string]string
+		m         map[string]brokerGroup // broker name → its members, learned from routes
+		suggested map[MessageQueue]int64 // broker id each queue's last pull answer suggested
 	}
+}
+
+// brokerGroup is what a pull consumer knows of a broker group.
+type brokerGroup struct {
+	addrs   map[int64]string // by broker id, from the route (read only)
+	learned time.Time
 }
 
 // NewPullConsumer returns a pull consumer of group. It contacts nobody.
@@ -99,7 +113,8 @@ func (c *Client) NewPullConsumer(group string) (*PullConsumer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	p := &PullConsumer{c: c, group: group}
-	p.addrs.m = make(map[string]string)
+	p.addrs.m = make(map[string]brokerGroup)
+	p.addrs.suggested = make(map[MessageQueue]int64)
 	return p, nil
 }
 
@@ -177,7 +192,7 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 			defer cancel()
 		}
 	}
-	addr, err := p.brokerAddr(ctx, mq)
+	addr, err := p.pullAddr(ctx, mq)
 	if err != nil {
 		return PullResult{}, err
 	}
@@ -191,6 +206,7 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 		if ctx.Err() == nil {
 			p.forget(mq.BrokerName)
 		}
+		p.suggest(mq, masterID) // the next try goes to the master (or readAddr)
 		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
 	case be.Code == protocol.PullNotFound:
 		res.Status = PullNoNewMessage
@@ -199,12 +215,15 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 	case be.Code == protocol.PullOffsetMoved:
 		res.Status = PullOffsetIllegal
 	default:
+		p.suggest(mq, masterID)
 		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
 	}
 	var rh protocol.PullMessageResponseHeader
 	if err := rh.DecodeExt(resp.ExtFields); err != nil {
+		p.suggest(mq, masterID)
 		return PullResult{}, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
+	p.suggest(mq, rh.SuggestWhichBrokerID)
 	res.NextOffset, res.MinOffset, res.MaxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
 	if res.Status != PullFound {
 		return res, nil
@@ -262,6 +281,11 @@ func (p *PullConsumer) CommitOffset(ctx context.Context, mq MessageQueue, offset
 	if err != nil {
 		return err
 	}
+	return p.commitOffsetAt(ctx, addr, mq, offset)
+}
+
+// commitOffsetAt is CommitOffset to the broker at addr.
+func (p *PullConsumer) commitOffsetAt(ctx context.Context, addr string, mq MessageQueue, offset int64) error {
 	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
 		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: offset, BrokerName: mq.BrokerName})
 	if _, err := p.c.invoke(ctx, addr, req); err != nil {
@@ -318,40 +342,89 @@ func checkQueue(mq MessageQueue) error {
 	return nil
 }
 
-// brokerAddr is the master address of mq's broker, looked up on the name servers (by
-// mq's topic) when not known yet. A broker learned for the first time gets a heartbeat,
-// so the client knows which header codec it speaks before the first pull.
+// brokerAddr is where offsets of mq are read and written: the master of mq's broker
+// (its lowest slave while the route has no master, readAddr), looked up on the name
+// servers (by mq's topic) when not known yet.
 func (p *PullConsumer) brokerAddr(ctx context.Context, mq MessageQueue) (string, error) {
-	p.addrs.Lock()
-	addr, ok := p.addrs.m[mq.BrokerName]
-	p.addrs.Unlock()
-	if ok {
-		return addr, nil
-	}
-	qs, err := p.c.readQueues(ctx, mq.Topic)
+	g, _, err := p.brokerGroup(ctx, mq, false)
 	if err != nil {
 		return "", err
 	}
-	p.learn(qs)
-	p.addrs.Lock()
-	addr, ok = p.addrs.m[mq.BrokerName]
-	p.addrs.Unlock()
-	if !ok {
-		return "", fmt.Errorf("%w %s: no master of broker %s", ErrNoRoute, mq.Topic, mq.BrokerName)
+	return readAddr(g.addrs), nil
+}
+
+// pullAddr is where the next pull of mq goes: the member of its broker group the last
+// pull answer suggested, else the master, else the lowest slave (the package function
+// pullAddr). Known addresses lacking the suggested member are looked up again when they
+// are routeRecheck old.
+func (p *PullConsumer) pullAddr(ctx context.Context, mq MessageQueue) (string, error) {
+	g, id, err := p.brokerGroup(ctx, mq, true)
+	if err != nil {
+		return "", err
 	}
-	if _, ferry := p.c.ferry.Load(addr); !ferry {
-		if err := p.c.heartbeat(ctx, addr); err != nil {
-			p.c.log.Debug().Err(err).Str("broker", addr).Msg("first heartbeat failed")
+	return pullAddr(g.addrs, id), nil
+}
+
+// brokerGroup returns the known members of mq's broker group and the broker id suggested
+// for mq, looking the route up when the group is unknown or — with recheck — when the
+// suggested member is missing from addresses routeRecheck old. A broker group learned for
+// the first time gets a heartbeat to its readAddr, so the client knows which header codec
+// it speaks before the first pull.
+func (p *PullConsumer) brokerGroup(ctx context.Context, mq MessageQueue, recheck bool) (brokerGroup, int64, error) {
+	p.addrs.Lock()
+	g, ok := p.addrs.m[mq.BrokerName]
+	id := p.addrs.suggested[mq]
+	p.addrs.Unlock()
+	if ok && (!recheck || g.addrs[id] != "" || time.Since(g.learned) < routeRecheck) {
+		return g, id, nil
+	}
+	qs, err := p.c.readQueues(ctx, mq.Topic)
+	if err == nil {
+		p.learn(qs)
+	}
+	p.addrs.Lock()
+	g, found := p.addrs.m[mq.BrokerName]
+	if found && time.Since(g.learned) >= routeRecheck {
+		// Not in the new route, or no route: keep what is known (the slave may still
+		// serve), looked up again no sooner than routeRecheck.
+		g.learned = time.Now()
+		p.addrs.m[mq.BrokerName] = g
+	}
+	p.addrs.Unlock()
+	switch {
+	case found:
+	case err != nil:
+		return brokerGroup{}, 0, err
+	default:
+		return brokerGroup{}, 0, fmt.Errorf("%w %s: no master of broker %s", ErrNoRoute, mq.Topic, mq.BrokerName)
+	}
+	if addr := readAddr(g.addrs); !ok {
+		if _, ferry := p.c.ferry.Load(addr); !ferry {
+			if err := p.c.heartbeat(ctx, addr); err != nil {
+				p.c.log.Debug().Err(err).Str("broker", addr).Msg("first heartbeat failed")
+			}
 		}
 	}
-	return addr, nil
+	return g, id, nil
 }
 
 // learn records the broker addresses of a topic's queues.
 func (p *PullConsumer) learn(qs []readQueue) {
+	now := time.Now()
 	p.addrs.Lock()
 	for _, q := range qs {
-		p.addrs.m[q.mq.BrokerName] = q.addr
+		p.addrs.m[q.mq.BrokerName] = brokerGroup{addrs: q.addrs, learned: now}
+	}
+	p.addrs.Unlock()
+}
+
+// suggest records the broker id a pull answer suggested for mq's next pull.
+func (p *PullConsumer) suggest(mq MessageQueue, id int64) {
+	p.addrs.Lock()
+	if id == masterID {
+		delete(p.addrs.suggested, mq)
+	} else {
+		p.addrs.suggested[mq] = id
 	}
 	p.addrs.Unlock()
 }

@@ -28,10 +28,15 @@ import (
 // route or the member list is missing. A broadcasting consumer takes every queue and
 // does not ask for the member list.
 
-// readQueue is one readable queue of a topic and its broker's master address.
+// readQueue is one readable queue of a topic and the addresses of its broker group.
 type readQueue struct {
-	mq   MessageQueue
+	mq MessageQueue
+	// addr is where offsets are read and committed (readAddr): the master, else the
+	// lowest slave.
 	addr string
+	// addrs are the group's members by broker id (0 master, ≥ 1 slaves), from the route;
+	// pulls pick one of them (pullAddr). Shared by the group's queues: read only.
+	addrs map[int64]string
 }
 
 // String formats mq as topic@broker#id.
@@ -54,20 +59,22 @@ func (c *Client) readQueues(ctx context.Context, topic string) ([]readQueue, err
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrNoRoute, topic, err)
 	}
-	masters := make(map[string]string, len(data.BrokerDatas))
+	groups := make(map[string]map[int64]string, len(data.BrokerDatas))
 	for _, b := range data.BrokerDatas {
-		if addr := readAddr(b.BrokerAddrs); addr != "" {
-			masters[b.BrokerName] = addr
+		if readAddr(b.BrokerAddrs) != "" {
+			groups[b.BrokerName] = b.BrokerAddrs
 		}
 	}
 	var out []readQueue
 	for _, qd := range data.QueueDatas {
-		addr, ok := masters[qd.BrokerName]
+		addrs, ok := groups[qd.BrokerName]
 		if !ok || !protocol.PermReadable(qd.Perm) {
 			continue
 		}
+		addr := readAddr(addrs)
 		for id := range qd.ReadQueueNums {
-			out = append(out, readQueue{mq: MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: id}, addr: addr})
+			out = append(out, readQueue{mq: MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: id},
+				addr: addr, addrs: addrs})
 		}
 	}
 	slices.SortFunc(out, func(a, b readQueue) int { return compareQueues(a.mq, b.mq) })
@@ -89,6 +96,21 @@ func readAddr(addrs map[int64]string) string {
 		}
 	}
 	return addr
+}
+
+// masterID is the broker id of a group's master.
+const masterID = 0
+
+// pullAddr is where a queue's next pull goes, given its broker group's addresses and the
+// broker id the last pull answer suggested (suggestWhichBrokerId): that member if the
+// route lists it, else the master, else the slave with the lowest id (readAddr). Ferry
+// brokers suggest a slave only with slaveReadEnable, to a consumer that lags; a slave
+// suggests the master, which moves consumers back once the master is in the route again.
+func pullAddr(addrs map[int64]string, suggested int64) string {
+	if a := addrs[suggested]; a != "" {
+		return a
+	}
+	return readAddr(addrs)
 }
 
 // AllocateFunc is a strategy for splitting a topic's queues between the members of a
@@ -368,7 +390,7 @@ func (pc *PushConsumer) assign(sub *subscription, mine []readQueue) {
 			continue
 		}
 		if rq, ok := keep[mq]; ok {
-			q.setAddr(rq.addr)
+			q.setRoute(rq)
 			continue
 		}
 		pc.dropLocked(q, true)

@@ -207,6 +207,23 @@ type BrokerConfig struct {
 	// polling is disabled (shortPollingTimeMills). Default 1s. Key
 	// broker.shortPollingTimeout, env FERRY_BROKER_SHORT_POLLING_TIMEOUT.
 	ShortPollingTimeout time.Duration `mapstructure:"shortPollingTimeout"`
+	// SlaveReadEnable lets pull answers suggest reading from a slave
+	// (suggestWhichBrokerId): a consumer that lags by more than
+	// AccessMessageInMemoryMaxRatio of physical memory is sent to its group's
+	// whichBrokerWhenConsumeSlowly (default 1), one that caught up back to its
+	// group's brokerId (default 0). Off, every answer suggests the master. A
+	// SLAVE serves pulls either way (RocketMQ's refuses them when this is off).
+	// Default false. Key broker.slaveReadEnable, env
+	// FERRY_BROKER_SLAVE_READ_ENABLE.
+	SlaveReadEnable bool `mapstructure:"slaveReadEnable"`
+	// AccessMessageInMemoryMaxRatio is the percentage of physical memory a
+	// pulled message may lie behind the commit log's end and still count as
+	// in memory (page cache); further behind it counts as on disk, which is
+	// what makes a pull suggest a slave with SlaveReadEnable. Computed once at
+	// start from the machine's memory. Default 40. Key
+	// broker.accessMessageInMemoryMaxRatio, env
+	// FERRY_BROKER_ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO.
+	AccessMessageInMemoryMaxRatio int `mapstructure:"accessMessageInMemoryMaxRatio"`
 	// DelayLevels is the delay of each message delay level (level n = n-th
 	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key
 	// broker.delayLevels, env FERRY_BROKER_DELAY_LEVELS.
@@ -248,8 +265,10 @@ type BrokerConfig struct {
 	// FERRY_BROKER_HA_MASTER_ADDR.
 	HAMasterAddr string `mapstructure:"haMasterAddr"`
 	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave
-	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). Default 3s.
-	// Key broker.haSlaveTimeout, env FERRY_BROKER_HA_SLAVE_TIMEOUT.
+	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). 0 means
+	// SyncFlushTimeout, so a send waits for its slave as long as for its
+	// fsync (see EffectiveHASlaveTimeout; RocketMQ's own default is 3 s).
+	// Default 0. Key broker.haSlaveTimeout, env FERRY_BROKER_HA_SLAVE_TIMEOUT.
 	HASlaveTimeout time.Duration `mapstructure:"haSlaveTimeout"`
 	// SlaveSyncInterval is how often a SLAVE copies its master's topics,
 	// subscription groups, consumer offsets and delay progress. Default 10s. Key
@@ -284,33 +303,33 @@ func DefaultBrokerConfig() BrokerConfig {
 		Workers: WorkerPools{
 			Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8,
 		},
-		DataDir:                  "./data",
-		FlushDiskType:            AsyncFlush,
-		FlushInterval:            500 * time.Millisecond,
-		FlushLeastPages:          4,
-		FlushThoroughInterval:    10 * time.Second,
-		SyncFlushTimeout:         5 * time.Second,
-		CommitLogSegmentSize:     1 * GiB,
-		ConsumeQueueUnitsPerFile: 300000,
-		MaxMessageSize:           4 * MiB,
-		FileReservedTime:         72 * time.Hour,
-		DeleteWhen:               "04",
-		DiskMaxUsedRatio:         75,
-		DiskForceCleanRatio:      85,
-		DiskFullRatio:            90,
-		ScrubBytesPerSec:         64 * MiB,
-		AutoCreateTopic:          true,
-		DefaultTopicQueueNums:    8,
-		LongPollingEnable:        true,
-		ShortPollingTimeout:      time.Second,
-		DelayLevels:              DefaultDelayLevels,
-		MaxReconsumeTimes:        16,
-		TransactionTimeout:       6 * time.Second,
-		TransactionCheckInterval: 30 * time.Second,
-		TransactionCheckMax:      15,
-		HASlaveTimeout:           3 * time.Second,
-		SlaveSyncInterval:        10 * time.Second,
-		HASlaveFallbehindMax:     256 * MiB,
+		DataDir:                       "./data",
+		FlushDiskType:                 AsyncFlush,
+		FlushInterval:                 500 * time.Millisecond,
+		FlushLeastPages:               4,
+		FlushThoroughInterval:         10 * time.Second,
+		SyncFlushTimeout:              5 * time.Second,
+		CommitLogSegmentSize:          1 * GiB,
+		ConsumeQueueUnitsPerFile:      300000,
+		MaxMessageSize:                4 * MiB,
+		FileReservedTime:              72 * time.Hour,
+		DeleteWhen:                    "04",
+		DiskMaxUsedRatio:              75,
+		DiskForceCleanRatio:           85,
+		DiskFullRatio:                 90,
+		ScrubBytesPerSec:              64 * MiB,
+		AutoCreateTopic:               true,
+		DefaultTopicQueueNums:         8,
+		LongPollingEnable:             true,
+		ShortPollingTimeout:           time.Second,
+		AccessMessageInMemoryMaxRatio: 40,
+		DelayLevels:                   DefaultDelayLevels,
+		MaxReconsumeTimes:             16,
+		TransactionTimeout:            6 * time.Second,
+		TransactionCheckInterval:      30 * time.Second,
+		TransactionCheckMax:           15,
+		SlaveSyncInterval:             10 * time.Second,
+		HASlaveFallbehindMax:          256 * MiB,
 	}
 }
 
@@ -476,6 +495,9 @@ func (c BrokerConfig) validateMessaging() error {
 	if err := checkPositiveDuration("broker.shortPollingTimeout", c.ShortPollingTimeout); err != nil {
 		return err
 	}
+	if err := checkPercent("broker.accessMessageInMemoryMaxRatio", c.AccessMessageInMemoryMaxRatio); err != nil {
+		return err
+	}
 	if _, err := ParseDelayLevels(c.DelayLevels); err != nil {
 		return invalid("broker.delayLevels", "%v (got %q)", err, c.DelayLevels)
 	}
@@ -520,8 +542,8 @@ func (c BrokerConfig) validateHA() error {
 	if err := checkPositiveDuration("broker.slaveSyncInterval", c.SlaveSyncInterval); err != nil {
 		return err
 	}
-	if err := checkPositiveDuration("broker.haSlaveTimeout", c.HASlaveTimeout); err != nil {
-		return err
+	if c.HASlaveTimeout < 0 {
+		return invalid("broker.haSlaveTimeout", "must not be negative (0 means broker.syncFlushTimeout), got %s", c.HASlaveTimeout)
 	}
 	return checkPositive("broker.haSlaveFallbehindMax", c.HASlaveFallbehindMax)
 }
@@ -552,6 +574,15 @@ func (c BrokerConfig) EffectiveHAListen() string {
 		port++
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// EffectiveHASlaveTimeout is how long a SYNC_MASTER send waits for a slave:
+// HASlaveTimeout, or SyncFlushTimeout when that is 0.
+func (c BrokerConfig) EffectiveHASlaveTimeout() time.Duration {
+	if c.HASlaveTimeout > 0 {
+		return c.HASlaveTimeout
+	}
+	return c.SyncFlushTimeout
 }
 
 // DelayLevelDurations parses DelayLevels (see ParseDelayLevels).

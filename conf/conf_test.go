@@ -36,6 +36,15 @@ func TestDefaultValues(t *testing.T) {
 	require.Len(t, levels, 18)
 	require.Equal(t, "127.0.0.1:10911", b.EffectiveAdvertisedAddr())
 	require.Equal(t, "127.0.0.1:10912", b.EffectiveHAListen())
+	require.False(t, b.SlaveReadEnable)
+	require.Equal(t, 40, b.AccessMessageInMemoryMaxRatio)
+	// haSlaveTimeout 0: a SYNC_MASTER send waits for its slave within syncFlushTimeout.
+	require.Zero(t, b.HASlaveTimeout)
+	require.Equal(t, 5*time.Second, b.EffectiveHASlaveTimeout())
+	b.SyncFlushTimeout = 2 * time.Second
+	require.Equal(t, 2*time.Second, b.EffectiveHASlaveTimeout())
+	b.HASlaveTimeout = 700 * time.Millisecond
+	require.Equal(t, 700*time.Millisecond, b.EffectiveHASlaveTimeout())
 
 	c := DefaultConfig()
 	require.Equal(t, "info", c.BrokerLogLevel())
@@ -171,7 +180,9 @@ func TestBrokerValidate(t *testing.T) {
 		{"slave id 0", "broker.brokerId", func(c *BrokerConfig) { slave(c); c.BrokerID = 0 }, "SLAVE"},
 		{"slave bad master", "broker.haMasterAddr", func(c *BrokerConfig) { slave(c); c.HAMasterAddr = ":10912" }, ""},
 		{"master with master", "broker.haMasterAddr", func(c *BrokerConfig) { c.HAMasterAddr = "10.0.0.1:10912" }, ""},
-		{"ha timeout", "broker.haSlaveTimeout", func(c *BrokerConfig) { c.HASlaveTimeout = 0 }, ""},
+		{"ha timeout", "broker.haSlaveTimeout", func(c *BrokerConfig) { c.HASlaveTimeout = -time.Second }, "0 means"},
+		{"in-memory ratio 0", "broker.accessMessageInMemoryMaxRatio", func(c *BrokerConfig) { c.AccessMessageInMemoryMaxRatio = 0 }, ""},
+		{"in-memory ratio 101", "broker.accessMessageInMemoryMaxRatio", func(c *BrokerConfig) { c.AccessMessageInMemoryMaxRatio = 101 }, ""},
 		{"fallbehind", "broker.haSlaveFallbehindMax", func(c *BrokerConfig) { c.HASlaveFallbehindMax = 0 }, ""},
 		{"log level", "broker.logLevel", func(c *BrokerConfig) { c.LogLevel = "x" }, ""},
 	} {
@@ -197,6 +208,8 @@ func TestBrokerValidateAccepts(t *testing.T) {
 		"no force clean":  func(c *BrokerConfig) { c.DiskForceCleanRatio = 100 },
 		"many hours":      func(c *BrokerConfig) { c.DeleteWhen = "04;16;0" },
 		"zero reconsumes": func(c *BrokerConfig) { c.MaxReconsumeTimes = 0 },
+		"slave reads":     func(c *BrokerConfig) { c.SlaveReadEnable, c.AccessMessageInMemoryMaxRatio = true, 100 },
+		"ha timeout set":  func(c *BrokerConfig) { c.Role, c.HASlaveTimeout = SyncMaster, time.Second },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := DefaultBrokerConfig()

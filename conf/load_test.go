@@ -132,20 +132,23 @@ broker:
   commitLogSegmentSize: 1073741824
 `)
 	env := envMap(map[string]string{
-		"FERRY_BROKER_BROKER_ROLE":                  "SLAVE",
-		"FERRY_BROKER_BROKER_ID":                    "2",
-		"FERRY_BROKER_HA_MASTER_ADDR":               "10.0.0.1:10912",
-		"FERRY_BROKER_NAMESRV_ADDRS":                "10.0.0.1:9876; 10.0.0.2:9876",
-		"FERRY_BROKER_WORKERS_SEND":                 "32",
-		"FERRY_BROKER_AUTO_CREATE_TOPIC":            "false",
-		"FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE":      "256MiB",
-		"FERRY_BROKER_MAX_MESSAGE_SIZE":             "1048576",
-		"FERRY_BROKER_TRANSACTION_CHECK_INTERVAL":   "2s",
-		"FERRY_BROKER_FLUSH_DISK_TYPE":              "SYNC_FLUSH",
-		"FERRY_NAMESRV_MAX_FRAME_SIZE":              "8MiB",
-		"FERRY_LOG_FORMAT":                          "json",
-		"FERRY_BROKER_DELAY_LEVELS":                 "1s 2s",
-		"FERRY_BROKER_CONSUME_QUEUE_UNITS_PER_FILE": "1000",
+		"FERRY_BROKER_BROKER_ROLE":                        "SLAVE",
+		"FERRY_BROKER_BROKER_ID":                          "2",
+		"FERRY_BROKER_HA_MASTER_ADDR":                     "10.0.0.1:10912",
+		"FERRY_BROKER_NAMESRV_ADDRS":                      "10.0.0.1:9876; 10.0.0.2:9876",
+		"FERRY_BROKER_WORKERS_SEND":                       "32",
+		"FERRY_BROKER_AUTO_CREATE_TOPIC":                  "false",
+		"FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE":            "256MiB",
+		"FERRY_BROKER_MAX_MESSAGE_SIZE":                   "1048576",
+		"FERRY_BROKER_TRANSACTION_CHECK_INTERVAL":         "2s",
+		"FERRY_BROKER_FLUSH_DISK_TYPE":                    "SYNC_FLUSH",
+		"FERRY_NAMESRV_MAX_FRAME_SIZE":                    "8MiB",
+		"FERRY_LOG_FORMAT":                                "json",
+		"FERRY_BROKER_DELAY_LEVELS":                       "1s 2s",
+		"FERRY_BROKER_CONSUME_QUEUE_UNITS_PER_FILE":       "1000",
+		"FERRY_BROKER_SLAVE_READ_ENABLE":                  "true",
+		"FERRY_BROKER_ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO": "30",
+		"FERRY_BROKER_HA_SLAVE_TIMEOUT":                   "1500ms",
 	})
 	cfg, err := Load(LoadOptions{ConfigFile: file, LookupEnv: env})
 	require.NoError(t, err)
@@ -164,6 +167,9 @@ broker:
 	require.Equal(t, "json", cfg.Log.Format)
 	require.Equal(t, "1s 2s", b.DelayLevels)
 	require.Equal(t, 1000, b.ConsumeQueueUnitsPerFile)
+	require.True(t, b.SlaveReadEnable)
+	require.Equal(t, 30, b.AccessMessageInMemoryMaxRatio)
+	require.Equal(t, 1500*time.Millisecond, b.HASlaveTimeout)
 }
 
 func TestLoadRealEnvironment(t *testing.T) {

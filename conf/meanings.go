@@ -56,13 +56,16 @@ func keyMeanings() map[string]string {
 		"broker.delayLevels":           "delay of each delay level, level 1 first (units ms, s, m, h, d)",
 		"broker.maxReconsumeTimes":     "redeliveries before a message goes to %DLQ% (when the client does not say)",
 
+		"broker.slaveReadEnable":               "pulls may suggest a slave to lagging consumers (suggestWhichBrokerId); off = the master",
+		"broker.accessMessageInMemoryMaxRatio": "% of physical memory a pulled message may lag the log's end and count as in memory",
+
 		"broker.transactionTimeout":       "age of a half message before its producer is asked for the outcome",
 		"broker.transactionCheckInterval": "period of the transaction check-back scan",
 		"broker.transactionCheckMax":      "checks before a half message is discarded",
 
 		"broker.haListen":             "address a master accepts slaves on; empty = listen host, listen port + 1",
 		"broker.haMasterAddr":         "a SLAVE's master HA address (SLAVE only); empty = learned from the name server",
-		"broker.haSlaveTimeout":       "SYNC_MASTER: a send's wait for a slave ack (then FLUSH_SLAVE_TIMEOUT)",
+		"broker.haSlaveTimeout":       "SYNC_MASTER: a send's wait for a slave ack (FLUSH_SLAVE_TIMEOUT); 0 = syncFlushTimeout",
 		"broker.slaveSyncInterval":    "SLAVE: how often topics, groups, offsets and delay progress are copied from the master",
 		"broker.haSlaveFallbehindMax": "SYNC_MASTER: slave lag beyond which a send replies SLAVE_NOT_AVAILABLE",
 		"broker.logLevel":             "log level of the broker; empty inherits log.level",

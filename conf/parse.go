@@ -184,7 +184,7 @@ func checkPositive(key string, n int64) error {
 	return nil
 }
 
-// checkPercent accepts a disk usage ratio in percent, 1–100.
+// checkPercent accepts a ratio in percent, 1–100.
 func checkPercent(key string, n int) error {
 	if n < 1 || n > 100 {
 		return invalid(key, "must be a percentage from 1 to 100, got %d", n)

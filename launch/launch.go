@@ -16,7 +16,9 @@ import (
 )
 
 // BrokerOptions maps a validated broker configuration onto broker.Options, with the
-// store on fsys and logs to log.
+// store on fsys and logs to log. It resolves what depends on the machine or on other
+// keys: the in-memory limit of pulls (accessMessageInMemoryMaxRatio of physical memory,
+// read from the operating system once, here) and haSlaveTimeout 0 (syncFlushTimeout).
 func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (broker.Options, error) {
 	if err := cfg.Validate(); err != nil {
 		return broker.Options{}, err
@@ -40,7 +42,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 		o.HAListen = cfg.EffectiveHAListen()
 	}
 	o.HAMasterAddr = cfg.HAMasterAddr
-	o.HASlaveTimeout, o.HASlaveFallbehindMax = cfg.HASlaveTimeout, cfg.HASlaveFallbehindMax
+	o.HASlaveTimeout, o.HASlaveFallbehindMax = cfg.EffectiveHASlaveTimeout(), cfg.HASlaveFallbehindMax
 	o.SlaveSyncInterval = cfg.SlaveSyncInterval
 	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
@@ -50,6 +52,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	o.AutoCreateTopic, o.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums
 	o.MaxReconsumeTimes = cfg.MaxReconsumeTimes
 	o.LongPollingEnable, o.ShortPollingTimeout = cfg.LongPollingEnable, cfg.ShortPollingTimeout
+	o.SlaveReadEnable, o.AccessMessageInMemoryMaxRatio = cfg.SlaveReadEnable, cfg.AccessMessageInMemoryMaxRatio
 	o.TransactionTimeout, o.TransactionCheckInterval = cfg.TransactionTimeout, cfg.TransactionCheckInterval
 	o.TransactionCheckMax = cfg.TransactionCheckMax
 	levels, err := cfg.DelayLevelDurations()
@@ -80,6 +83,12 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
 	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
 	so.ScrubInterval, so.ScrubBytesPerSec = cfg.ScrubInterval, cfg.ScrubBytesPerSec
+	if ram, err := physicalMemory(); err == nil {
+		so.InMemoryMaxBytes = inMemoryMaxBytes(cfg.AccessMessageInMemoryMaxRatio, ram)
+	} else {
+		// No limit: every pull counts as in memory, so none suggests a slave for lagging.
+		log.Warn().Err(err).Msg("broker.accessMessageInMemoryMaxRatio has no effect")
+	}
 	o.Store = so
 	return o, o.Validate()
 }

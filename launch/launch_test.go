@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,6 +41,9 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	cfg.SlaveSyncInterval = 7 * time.Second
 	cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums = false, 3
 	cfg.LongPollingEnable, cfg.ShortPollingTimeout = false, 2*time.Second
+	cfg.SlaveReadEnable, cfg.AccessMessageInMemoryMaxRatio = true, 25
+	cfg.HASlaveTimeout, cfg.HASlaveFallbehindMax = 1700*time.Millisecond, 9<<20
+	cfg.HAMasterAddr, cfg.Role, cfg.BrokerID = "127.0.0.1:30912", conf.Slave, 2
 	cfg.DelayLevels = "1s 2s"
 	cfg.MaxReconsumeTimes = 4
 	cfg.TransactionTimeout, cfg.TransactionCheckInterval, cfg.TransactionCheckMax = 8*time.Second, 9*time.Second, 3
@@ -78,6 +82,64 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	require.Equal(t, 8*time.Second, o.TransactionTimeout)
 	require.Equal(t, 9*time.Second, o.TransactionCheckInterval)
 	require.Equal(t, 3, o.TransactionCheckMax)
+	require.True(t, o.SlaveReadEnable)
+	require.Equal(t, 25, o.AccessMessageInMemoryMaxRatio)
+	ram, err := physicalMemory()
+	require.NoError(t, err)
+	require.Equal(t, inMemoryMaxBytes(25, ram), o.Store.InMemoryMaxBytes)
+	require.Equal(t, 1700*time.Millisecond, o.HASlaveTimeout)
+	require.Equal(t, int64(9<<20), o.HASlaveFallbehindMax)
+	require.Equal(t, "127.0.0.1:30912", o.HAMasterAddr)
+	require.Equal(t, broker.RoleSlave, o.Role)
+	require.Equal(t, int64(2), o.BrokerID)
+}
+
+// accessMessageInMemoryMaxRatio becomes a byte limit once, at launch: that share of the
+// machine's physical memory (the default 40 % of it).
+func TestInMemoryLimitIsAShareOfPhysicalMemory(t *testing.T) {
+	ram, err := physicalMemory()
+	require.NoError(t, err)
+	require.Greater(t, ram, uint64(16<<20), "a machine running tests has more than 16 MiB")
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, 40, o.AccessMessageInMemoryMaxRatio)
+	require.False(t, o.SlaveReadEnable)
+	require.InDelta(t, float64(ram)*0.4, float64(o.Store.InMemoryMaxBytes), float64(ram)/1000)
+
+	require.Equal(t, int64(4<<30), inMemoryMaxBytes(40, 10<<30))
+	require.Equal(t, int64(10<<30), inMemoryMaxBytes(100, 10<<30))
+	require.Equal(t, int64(1<<62), inMemoryMaxBytes(100, 1<<62))
+	require.Equal(t, int64(math.MaxInt64), inMemoryMaxBytes(100, math.MaxUint64))
+	require.Equal(t, int64(3), inMemoryMaxBytes(30, 10))
+}
+
+// haSlaveTimeout 0 (the default) is syncFlushTimeout: a SYNC_MASTER send waits for its
+// slave as long as for its fsync; a set value is kept.
+func TestHASlaveTimeoutDefaultsToSyncFlushTimeout(t *testing.T) {
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Role = conf.SyncMaster
+	require.Zero(t, cfg.HASlaveTimeout)
+	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, o.HASlaveTimeout)
+
+	cfg.SyncFlushTimeout = 1200 * time.Millisecond
+	o, err = BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, 1200*time.Millisecond, o.HASlaveTimeout)
+	require.Equal(t, 1200*time.Millisecond, o.Store.SyncFlushTimeout)
+
+	cfg.HASlaveTimeout = 300 * time.Millisecond
+	o, err = BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, 300*time.Millisecond, o.HASlaveTimeout)
+
+	cfg.HASlaveTimeout = -time.Second
+	_, err = BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.ErrorContains(t, err, "broker.haSlaveTimeout")
 }
 
 func TestBrokerOptionsRefuseInvalidConfig(t *testing.T) {

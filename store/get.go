@@ -78,6 +78,11 @@ type GetResult struct {
 	QueueOffsets []int64
 	// Bytes is the total size of Messages.
 	Bytes int
+	// InDisk reports that the last unit the read scanned points more than
+	// Options.InMemoryMaxBytes behind the commit log's end: the consumer is far behind
+	// and its reads likely miss the page cache (RocketMQ's suggestPullingFromSlave).
+	// Only a read that scanned units (Found, NoMatchedMessage) sets it.
+	InDisk bool
 
 	views []*commitlog.View
 	units [unitBatch]consumequeue.Unit
@@ -108,6 +113,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs, 
 	if r == nil {
 		r = &GetResult{pool: &s.results}
 	}
+	r.NextBeginOffset, r.MinOffset, r.MaxOffset, r.InDisk = 0, 0, 0, false
 	q, err := s.cqs.Queue(topic, queueID, false)
 	if errors.Is(err, consumequeue.ErrQueueNotFound) || q == nil {
 		r.Status = NoMatchedLogicQueue
@@ -149,6 +155,7 @@ func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMs
 	next := offset
 	var view *commitlog.View // the segment view messages are cut from
 	minPhy := s.cl.MinOffset()
+	lastPhy := int64(-1) // physical offset of the last unit scanned
 scan:
 	for scanned := 0; scanned < maxScanUnits; {
 		n, err := q.Read(next, r.units[:min(unitBatch, maxScanUnits-scanned)])
@@ -167,6 +174,9 @@ scan:
 			}
 			next++
 			scanned++
+			if !u.Hole() {
+				lastPhy = u.Offset
+			}
 			if filter != nil && !filter(u.TagsCode) {
 				continue
 			}
@@ -195,7 +205,15 @@ scan:
 		}
 	}
 	r.NextBeginOffset = next
+	r.InDisk = lastPhy >= 0 && s.inDisk(lastPhy)
 	return nil
+}
+
+// inDisk reports whether a record at phy is more than Options.InMemoryMaxBytes behind
+// the commit log's end (storage spec §6.1, isInDisk).
+func (s *Store) inDisk(phy int64) bool {
+	limit := s.opts.InMemoryMaxBytes
+	return limit > 0 && s.cl.MaxOffset()-phy > limit
 }
 
 // looksLikeRecord is the pull path's cheap check of a record before it is served: its

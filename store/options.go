@@ -52,6 +52,14 @@ type Options struct {
 	// MaxMessageSize bounds a stored body (4 MiB).
 	MaxMessageSize int
 
+	// InMemoryMaxBytes is how far behind the commit log's end a pulled record may start
+	// and still count as in memory (likely in the page cache); a pull whose last record is
+	// further behind reports GetResult.InDisk, which the broker turns into a suggestion to
+	// pull from a slave. RocketMQ derives it from accessMessageInMemoryMaxRatio (40 % of
+	// physical memory); the launcher computes it the same way. 0: every record counts as
+	// in memory.
+	InMemoryMaxBytes int64
+
 	// CheckpointInterval is how often consume queues and the index are flushed and the
 	// checkpoint written (1 s). Recovery after a crash re-dispatches at most this much.
 	CheckpointInterval time.Duration
@@ -139,6 +147,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxMessageSize <= 0 {
 		bad("MaxMessageSize must be positive, got %d", o.MaxMessageSize)
+	}
+	if o.InMemoryMaxBytes < 0 {
+		bad("InMemoryMaxBytes must not be negative, got %d", o.InMemoryMaxBytes)
 	}
 	if o.UnitsPerFile <= 0 || o.IndexSlots <= 0 || o.IndexEntries <= 0 {
 		bad("UnitsPerFile, IndexSlots and IndexEntries must be positive")

@@ -107,19 +107,71 @@ func TestGetMessagesAllocatesNothingPerMessage(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items)")
 	}
-	s := openStore(t, testOptions(mmap.NewMemFS(), "/store"))
+	o := testOptions(mmap.NewMemFS(), "/store")
+	o.InMemoryMaxBytes = 1 // every read is "in disk": the check costs nothing either
+	s := openStore(t, o)
 	for _, m := range makeMessages(200, 1, 1) {
 		put(t, s, m, false)
 	}
 	waitDispatched(t, s)
 	allocs := testing.AllocsPerRun(50, func() {
 		r, err := s.GetMessages("Topic0", 0, 10, 32, 1<<20, nil)
-		if err != nil || r.Status != Found || len(r.Messages) != 32 {
+		if err != nil || r.Status != Found || len(r.Messages) != 32 || !r.InDisk {
 			t.Fatalf("get: %v %v", err, r)
 		}
 		r.Release()
 	})
 	require.LessOrEqual(t, allocs, 1.0, "one segment view per pull, nothing per message")
+}
+
+// A read reports InDisk when its last scanned unit starts more than InMemoryMaxBytes
+// behind the commit log's end (RocketMQ's suggestPullingFromSlave), whether or not the
+// filter kept it; reads that scan nothing, and a limit of 0, never do.
+func TestGetMessagesReportsInDisk(t *testing.T) {
+	o := testOptions(mmap.NewMemFS(), "/store")
+	s := openStore(t, o)
+	var phys []int64
+	for _, m := range makeMessages(20, 1, 1) {
+		phys = append(phys, put(t, s, m, false).PhysicalOffset)
+	}
+	waitDispatched(t, s)
+	_, end := s.CommitLogRange()
+	get := func(offset int64, n int, filter func(int64) bool) (GetStatus, bool) {
+		t.Helper()
+		r, err := s.GetMessages("Topic0", 0, offset, n, 1<<20, filter)
+		require.NoError(t, err)
+		defer r.Release()
+		return r.Status, r.InDisk
+	}
+	none := func(int64) bool { return false }
+	for _, tc := range []struct {
+		name   string
+		limit  int64
+		offset int64
+		n      int
+		filter func(int64) bool
+		status GetStatus
+		inDisk bool
+	}{
+		{"no limit", 0, 0, 1, nil, Found, false},
+		{"first message just past the limit", end - phys[0] - 1, 0, 1, nil, Found, true},
+		{"first message at the limit", end - phys[0], 0, 1, nil, Found, false},
+		{"the last message pulled decides", end - phys[0] - 1, 0, 20, nil, Found, false},
+		{"batch ending past the limit", end - phys[4] - 1, 0, 5, nil, Found, true},
+		{"filtered units count", end - phys[19] - 1, 0, 1, none, NoMatchedMessage, true},
+		{"filtered units within the limit", end - phys[19], 0, 1, none, NoMatchedMessage, false},
+		{"tail", 1, 19, 1, nil, Found, true},
+		{"tail within the limit", end - phys[19], 19, 1, nil, Found, false},
+		{"nothing new", 1, 20, 1, nil, OffsetOverflowOne, false},
+	} {
+		s.opts.InMemoryMaxBytes = tc.limit
+		st, inDisk := get(tc.offset, tc.n, tc.filter)
+		require.Equal(t, tc.status, st, tc.name)
+		require.Equal(t, tc.inDisk, inDisk, tc.name)
+	}
+
+	o.InMemoryMaxBytes = -1
+	require.ErrorContains(t, o.Validate(), "InMemoryMaxBytes")
 }
 
 func TestCleanRestartKeepsEverything(t *testing.T) {

@@ -219,14 +219,11 @@ func (c *Cluster) StopBroker(t testing.TB) {
 // SetBrokerConfig edits the broker configuration used by the next (re)start.
 func (c *Cluster) SetBrokerConfig(f func(*conf.BrokerConfig)) { f(&c.cfg) }
 
-// RestartBroker shuts the broker down cleanly and starts a new one on the same data
-// directory and address.
+// RestartBroker shuts the broker down cleanly (unless StopBroker did) and starts a new
+// one on the same data directory and address.
 func (c *Cluster) RestartBroker(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, c.Broker.Shutdown(ctx))
-	c.Broker = nil
+	c.StopBroker(t)
 	var ln net.Listener
 	Eventually(t, 10*time.Second, func() bool {
 		var err error
