@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
@@ -82,6 +83,8 @@ type Broker struct {
 	repl   *replication
 	sync   *slaveSync // a slave's metadata sync; nil on a master
 
+	aclWatcher *acl.Watcher // the accounts file New loaded (Options.ACLFile); nil otherwise
+
 	kickRegister chan struct{} // topics changed: register now
 	ctx          context.Context
 	cancel       context.CancelFunc
@@ -125,22 +128,31 @@ func New(opts Options) (*Broker, error) {
 		conns:        &conns{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	if b.opts.ACL == nil && b.opts.ACLFile != "" {
+		wo := acl.DefaultWatcherOptions()
+		wo.Path, wo.Logger = b.opts.ACLFile, b.log
+		w, err := acl.NewWatcher(wo)
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		b.aclWatcher, b.opts.ACL = w, w
+	}
 	targets := &dispatchTargets{}
 	if err := b.openParts(targets); err != nil {
-		return nil, err
+		return nil, errors.Join(err, b.closeACL())
 	}
 	co := remoting.DefaultClientOptions()
 	co.Logger = opts.Logger
 	nsrv, err := remoting.NewClient(co)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("broker: %w", err), b.closeParts(context.Background()))
+		return nil, errors.Join(fmt.Errorf("broker: %w", err), b.closeParts(context.Background()), b.closeACL())
 	}
 	b.nsrv = nsrv
 	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, b.log)
 	b.repl = newReplication(&b.opts, b.store.CommitLog(), b.log)
 	b.reg.onResult = b.repl.learnMaster
 	if opts.Role == RoleSlave {
-		b.sync = &slaveSync{rc: nsrv, interval: opts.SlaveSyncInterval, log: b.log, clock: opts.Clock,
+		b.sync = &slaveSync{rc: nsrv, creds: opts.Credentials, interval: opts.SlaveSyncInterval, log: b.log, clock: opts.Clock,
 			topics: b.topics, groups: b.groups, offsets: b.offsets, delay: b.sched, kick: make(chan struct{}, 1)}
 		b.reg.onMaster = b.sync.setMaster
 	}
@@ -187,6 +199,7 @@ func (b *Broker) openParts(targets *dispatchTargets) error {
 	to.Dir, to.FS, to.Logger, to.Now = so.Dir, so.FS, o.Logger, o.Clock
 	to.AutoCreateTopicEnable, to.DefaultTopicQueueNums = o.AutoCreateTopic, o.DefaultTopicQueueNums
 	to.ClusterName, to.BrokerName = o.ClusterName, o.BrokerName
+	to.TraceTopicEnable, to.TraceTopicName = o.TraceTopicEnable, o.MsgTraceTopicName
 	kick := b.kickRegister
 	to.OnChange = func() {
 		select {
@@ -217,8 +230,9 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
 	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.rates = newBrokerRates(o.Clock, b.damageInfo)
+	sql := newSQLFilters(o.EnablePropertyFilter)
 	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, rates: b.rates}
+		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates}
 	pl := b.pull
 	b.polls.answer = func(p *pullRequest) *remoting.Command { return pl.pull(p, false) }
 	targets.polls, targets.sched = b.polls, b.sched
@@ -237,7 +251,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.admin = &adminHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		registerNow: b.reg.registerAll}
 	b.client = &clientHandler{clients: b.clients, groups: b.groups, topics: b.topics, conns: b.conns,
-		notify: notify, clock: o.Clock, log: b.log}
+		notify: notify, sql: sql, clock: o.Clock, log: b.log}
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
 	b.meta = &metadataHandler{topics: b.topics, offsets: b.offsets, delay: b.sched}
 	b.stats = &statsHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
@@ -316,6 +330,11 @@ func brokerConfigProperties(o *Options) map[string]string {
 		"sendMessageThreadPoolNums":   itoa(int64(o.Workers.Send)),
 		"pullMessageThreadPoolNums":   itoa(int64(o.Workers.Pull)),
 	}
+	props["enablePropertyFilter"] = strconv.FormatBool(o.EnablePropertyFilter)
+	props["traceTopicEnable"] = strconv.FormatBool(o.TraceTopicEnable)
+	props["msgTraceTopicName"] = o.MsgTraceTopicName
+	props["storeReplyMessageEnable"] = strconv.FormatBool(o.StoreReplyMessageEnable)
+	props["aclEnable"] = strconv.FormatBool(o.ACL != nil)
 	// Slave reads (pull.go): the ratio as configured, and the byte limit it gave.
 	props["slaveReadEnable"] = strconv.FormatBool(o.SlaveReadEnable)
 	props["accessMessageInMemoryMaxRatio"] = itoa(int64(o.AccessMessageInMemoryMaxRatio))
@@ -438,10 +457,18 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if b.started.Load() {
 			b.reg.unregisterAll(ctx)
 		}
-		errs = append(errs, b.nsrv.Close(), b.closeParts(ctx))
+		errs = append(errs, b.nsrv.Close(), b.closeParts(ctx), b.closeACL())
 		b.log.Info().Msg("broker stopped")
 	})
 	return errors.Join(errs...)
+}
+
+// closeACL stops the accounts-file watcher the broker started, if any.
+func (b *Broker) closeACL() error {
+	if b.aclWatcher == nil {
+		return nil
+	}
+	return b.aclWatcher.Close()
 }
 
 // closeParts flushes and closes the metadata, the services and the store.

@@ -1,16 +1,20 @@
 package broker
 
-// HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38).
+// HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38);
+// CHECK_CLIENT_CONFIG (46) is in sqlfilter.go.
 //
 // Behaviour: a heartbeat registers the connection under every producer and consumer group
 // it names, auto-creates each consumer group's subscription-group config and its retry
 // topic (registered with the name servers at once, since the Go consumer looks up its
-// route), and notifies the members of groups whose membership changed. The answer carries
+// route), and notifies the members of groups whose membership changed. A heartbeat with
+// an SQL92 subscription that cannot be served is registered all the same and answered
+// with the refusal (sqlfilter.go). The answer carries
 // the broker version (479) in the header, as the clients expect. The consumer list always
 // includes every live member; the official Go client ignores its response code.
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +33,7 @@ type clientHandler struct {
 	topics  TopicTable
 	conns   *conns
 	notify  *notifier
+	sql     *sqlFilters // SQL92 subscriptions
 	clock   func() time.Time
 	log     zerolog.Logger
 }
@@ -60,6 +65,13 @@ func (c *clientHandler) handleHeartbeat(_ context.Context, ch remoting.Channel, 
 		c.notify.groupsChanged(changed)
 	}
 	resp := respond(req, protocol.Success, "")
+	if err := c.sql.checkHeartbeat(data); err != nil {
+		var ce *remoting.CodeError
+		if errors.As(err, &ce) {
+			c.log.Warn().Str("client", data.ClientID).Str("remark", ce.Remark).Msg("subscription refused")
+			resp = respond(req, protocol.ResponseCode(ce.Code), ce.Remark)
+		}
+	}
 	resp.SetExt(protocol.FerryServerKey, protocol.FerryServerVersion)
 	return resp, nil
 }

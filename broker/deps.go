@@ -21,9 +21,10 @@ type MessageStore interface {
 	// for durability.
 	PutMessage(rec *message.Record, wait bool) (store.PutResult, error)
 	PutMessages(recs []message.Record, wait bool) (store.PutResult, error)
-	// GetMessages reads up to maxMsgs records of a queue from offset (pull).
-	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
-		filter func(tagsCode int64) bool) (*store.GetResult, error)
+	// PullMessages reads up to maxMsgs records of a queue from offset (pull), those the
+	// filter (nil: all) takes.
+	PullMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
+		filter store.Filter) (*store.GetResult, error)
 	// ReadMessage decodes the record at a commit-log offset; ReadRecordBytes returns its
 	// stored bytes. The caller releases the view.
 	ReadMessage(phy int64) (message.Record, *store.View, error)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -10,7 +11,12 @@ import (
 // registerHandlers maps every served request code to its handler and worker pool.
 func (b *Broker) registerHandlers() error {
 	calls := b.newClientCalls()
-	reply := &replier{send: b.send, clients: b.clients, conns: b.conns, store: true, timeout: replyPushTimeout, log: b.log}
+	reply := &replier{send: b.send, clients: b.clients, conns: b.conns, store: b.opts.StoreReplyMessageEnable,
+		timeout: replyPushTimeout, log: b.log}
+	var gate *acl.Gate
+	if b.opts.ACL != nil {
+		gate = acl.NewGate(b.opts.ACL, b.log)
+	}
 	routes := []struct {
 		code protocol.RequestCode
 		pool string
@@ -25,6 +31,7 @@ func (b *Broker) registerHandlers() error {
 		{protocol.PullMessage, poolPull, b.pull.handlePull},
 		{protocol.LitePullMessage, poolPull, b.pull.handlePull},
 		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat},
+		{protocol.CheckClientConfig, remoting.DefaultPool, b.client.handleCheckClientConfig},
 		{protocol.UnregisterClient, remoting.DefaultPool, b.client.handleUnregisterClient},
 		{protocol.GetConsumerListByGroup, remoting.DefaultPool, b.client.handleConsumerList},
 		{protocol.QueryConsumerOffset, remoting.DefaultPool, b.offsetH.handleQueryConsumerOffset},
@@ -60,6 +67,9 @@ func (b *Broker) registerHandlers() error {
 	for _, r := range routes {
 		if b.opts.Role == RoleSlave {
 			r.h = b.slaveRefusal(r.code, r.h)
+		}
+		if gate != nil {
+			r.h = gate.Wrap(r.code, r.h)
 		}
 		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {
 			return err

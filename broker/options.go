@@ -8,7 +8,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/internal/delaylevel"
+	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -131,6 +133,30 @@ type Options struct {
 	// 40). The launcher does the computing; the broker only reports it
 	// (GET_BROKER_CONFIG).
 	AccessMessageInMemoryMaxRatio int
+	// EnablePropertyFilter (RocketMQ enablePropertyFilter) serves SQL92 subscriptions;
+	// off, they are refused with SYSTEM_ERROR. Default true (RocketMQ: false).
+	EnablePropertyFilter bool
+	// TraceTopicEnable creates MsgTraceTopicName (1 queue) at start, so clients' message
+	// trace (the official client's WithTrace) has somewhere to store its records.
+	// Default true (RocketMQ: false).
+	TraceTopicEnable bool
+	// MsgTraceTopicName is the trace topic (RocketMQ msgTraceTopicName). Default
+	// RMQ_SYS_TRACE_TOPIC.
+	MsgTraceTopicName string
+	// StoreReplyMessageEnable stores request-reply answers in the reply topic as well as
+	// pushing them to the requester (RocketMQ storeReplyMessageEnable). Default true.
+	StoreReplyMessageEnable bool
+	// ACL, when set, checks every request before it is served (aclEnable; package acl):
+	// a refused one is answered NO_PERMISSION. nil: no access control, unless ACLFile
+	// is set.
+	ACL acl.Checker
+	// ACLFile, when set and ACL is nil, is an accounts file the broker loads (New fails
+	// on a bad file) and re-reads when it changes (acl.Watcher, closed by Shutdown).
+	ACLFile string
+	// Credentials sign the requests this broker sends to name servers (registration)
+	// and, on a slave, to its master (metadata sync), for peers with ACL on. Empty
+	// AccessKey: unsigned.
+	Credentials acl.Credentials
 
 	// TransactionTimeout is the age of an unresolved half message before its first
 	// check; TransactionCheckInterval the pause between checks (0: the service's
@@ -169,6 +195,10 @@ func DefaultOptions() Options {
 		LongPollingEnable:             true,
 		ShortPollingTimeout:           time.Second,
 		AccessMessageInMemoryMaxRatio: 40,
+		EnablePropertyFilter:          true,
+		TraceTopicEnable:              true,
+		MsgTraceTopicName:             protocol.TraceTopic,
+		StoreReplyMessageEnable:       true,
 		TransactionTimeout:            6 * time.Second,
 		TransactionCheckMax:           15,
 		Logger:                        zerolog.Nop(),

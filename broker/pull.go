@@ -4,7 +4,8 @@ package broker
 //
 // Behaviour: check the group (auto-created) and topic, the read permission and the queue
 // id; take the subscription from the request (sysflag 0x4) or from the group's heartbeat
-// (SUBSCRIPTION_NOT_EXIST when missing); store the piggy-backed commit offset (sysflag
+// (SUBSCRIPTION_NOT_EXIST when missing), a TAG or an SQL92 one (sqlfilter.go; an
+// expression that does not compile is refused with SUBSCRIPTION_PARSE_FAILED); store the piggy-backed commit offset (sysflag
 // 0x1); read up to maxMsgNums messages, filtering by tag hashes recomputed from the tag
 // strings (the Go client's codeSet hashes UTF-8 bytes and would drop non-ASCII tags); send
 // the stored records as the body without copying them. When nothing is new and the
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ferrymq/ferry/filter"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -46,6 +48,7 @@ type puller struct {
 	// slaveRead (slaveReadEnable) lets answers suggest a slave; without it they suggest
 	// the master.
 	slaveRead bool
+	sql       *sqlFilters  // SQL92 subscriptions (enablePropertyFilter)
 	rates     *brokerRates // counts served messages; nil in some unit tests
 }
 
@@ -54,7 +57,8 @@ type pullRequest struct {
 	ch     remoting.Channel
 	req    *remoting.Command
 	h      protocol.PullMessageRequestHeader
-	filter *tagFilter
+	filter *tagFilter   // a TAG subscription's tags; nil: every tag
+	sql    *filter.Expr // an SQL92 subscription; nil for TAG
 	// The group's brokerId and whichBrokerWhenConsumeSlowly, for the suggestion.
 	brokerID, slowBrokerID int64
 }
@@ -82,37 +86,62 @@ func (pl *puller) handlePull(_ context.Context, ch remoting.Channel, req *remoti
 	if h.QueueID < 0 || h.QueueID >= tcfg.ReadQueueNums {
 		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d read queues)", h.QueueID, h.Topic, tcfg.ReadQueueNums)
 	}
-	var filter *tagFilter
+	var (
+		tags *tagFilter
+		sql  *filter.Expr
+	)
 	if h.SysFlag&protocol.PullFlagSubscription != 0 {
-		if h.ExpressionType != "" && h.ExpressionType != "TAG" {
-			return nil, fail(protocol.SubscriptionParseFailed, "expression type %s is not supported", h.ExpressionType)
+		if sql, err = pl.sql.forSubscription(protocol.ExpressionType(h.ExpressionType), h.Subscription); err != nil {
+			return nil, err
 		}
-		filter = parseTagExpression(h.Subscription)
+		if sql == nil {
+			tags = parseTagExpression(h.Subscription)
+		}
 	} else {
 		sub, ok := pl.clients.Subscription(h.ConsumerGroup, h.Topic)
 		if !ok {
 			return nil, fail(protocol.SubscriptionNotExist, "group %s has no subscription for %s; heartbeat first", h.ConsumerGroup, h.Topic)
 		}
-		filter = tagFilterFrom(sub.SubString, sub.TagsSet)
+		if sql, err = pl.sql.forSubscription(sub.ExpressionType, sub.SubString); err != nil {
+			return nil, err
+		}
+		if sql == nil {
+			tags = tagFilterFrom(sub.SubString, sub.TagsSet)
+		}
 	}
 	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && pl.master {
 		pl.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
-	p := &pullRequest{ch: ch, req: req, h: h, filter: filter,
+	p := &pullRequest{ch: ch, req: req, h: h, filter: tags, sql: sql,
 		brokerID: gcfg.BrokerID, slowBrokerID: gcfg.WhichBrokerWhenConsumeSlowly}
 	suspend := h.SysFlag&protocol.PullFlagSuspend != 0
 	return pl.pull(p, suspend), nil
+}
+
+// MatchTagsCode implements store.Filter: a TAG subscription's tag hashes.
+func (p *pullRequest) MatchTagsCode(code int64) bool {
+	return p.filter == nil || p.filter.matchCode(code)
+}
+
+// MatchRecord implements store.Filter: an SQL92 subscription, evaluated over the stored
+// record's properties (read in place, nothing copied).
+func (p *pullRequest) MatchRecord(rec []byte) bool {
+	if p.sql == nil {
+		return true
+	}
+	props, err := message.RecordProperties(rec)
+	return err == nil && p.sql.Match(props)
 }
 
 // pull reads messages for p. With suspend, an empty result parks the request and pull
 // returns nil: the long-poll holder answers it later.
 func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 	h := &p.h
-	var filter func(int64) bool
-	if p.filter != nil {
-		filter = p.filter.matchCode
+	var f store.Filter
+	if p.filter != nil || p.sql != nil {
+		f = p
 	}
-	r, err := pl.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, int(max(h.MaxMsgNums, 1)), maxPullBytes, filter)
+	r, err := pl.store.PullMessages(h.Topic, h.QueueID, h.QueueOffset, int(max(h.MaxMsgNums, 1)), maxPullBytes, f)
 	if err != nil {
 		return respond(p.req, protocol.SystemError, err.Error())
 	}

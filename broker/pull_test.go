@@ -21,7 +21,7 @@ type foundStore struct {
 	inDisk bool
 }
 
-func (f *foundStore) GetMessages(string, int32, int64, int, int, func(int64) bool) (*store.GetResult, error) {
+func (f *foundStore) PullMessages(string, int32, int64, int, int, store.Filter) (*store.GetResult, error) {
 	f.r.Status, f.r.NextBeginOffset, f.r.MinOffset, f.r.MaxOffset = store.Found, 8, 0, 10
 	f.r.Messages = append(f.r.Messages, f.record)
 	f.r.Bytes, f.r.InDisk = len(f.record), f.inDisk

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -23,6 +24,7 @@ type registrar struct {
 	header   protocol.RegisterBrokerRequestHeader
 	kick     <-chan struct{}
 	log      zerolog.Logger
+	creds    acl.Credentials // signs the requests (name servers with ACL on)
 	// onResult receives every successful registration's answer (a slave learns its
 	// master's HA address from it); nil: ignored.
 	onResult func(protocol.RegisterBrokerResponseHeader)
@@ -37,7 +39,7 @@ type registrar struct {
 func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick chan struct{}, log zerolog.Logger) *registrar {
 	return &registrar{
 		topics: topics, nsrv: nsrv, addrs: o.NamesrvAddrs, interval: o.RegisterInterval, log: log,
-		kick: kick,
+		kick: kick, creds: o.Credentials,
 		header: protocol.RegisterBrokerRequestHeader{
 			BrokerName: o.BrokerName, BrokerAddr: o.AdvertisedAddr, ClusterName: o.ClusterName,
 			HAServerAddr: o.HAAddr, BrokerID: o.BrokerID,
@@ -81,7 +83,7 @@ func (r *registrar) registerAll(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 		req := protocol.NewRequest(protocol.RegisterBroker, &r.header)
 		req.Body = body
-		resp, err := r.nsrv.Invoke(rctx, ns, req)
+		resp, err := r.nsrv.Invoke(rctx, ns, signed(r.creds, req))
 		cancel()
 		switch {
 		case err != nil:
@@ -111,7 +113,7 @@ func (r *registrar) unregisterAll(ctx context.Context) {
 		ClusterName: r.header.ClusterName, BrokerID: r.header.BrokerID}
 	for _, ns := range r.addrs {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := r.nsrv.Invoke(rctx, ns, protocol.NewRequest(protocol.UnregisterBroker, &h))
+		_, err := r.nsrv.Invoke(rctx, ns, signed(r.creds, protocol.NewRequest(protocol.UnregisterBroker, &h)))
 		cancel()
 		if err != nil {
 			r.log.Debug().Err(err).Str("namesrv", ns).Msg("unregistering from name server")

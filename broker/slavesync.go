@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/protocol"
@@ -47,6 +48,7 @@ const slaveSyncTimeout = 3 * time.Second
 // Lock order: mu only, never held while calling the master or the tables.
 type slaveSync struct {
 	rc       *remoting.Client
+	creds    acl.Credentials // signs the requests (a master with ACL on)
 	interval time.Duration
 	log      zerolog.Logger
 	clock    func() time.Time
@@ -176,7 +178,7 @@ func (s *slaveSync) syncFrom(ctx context.Context, addr string) error {
 func (s *slaveSync) fetch(ctx context.Context, addr string, code protocol.RequestCode) ([]byte, error) {
 	cctx, cancel := context.WithTimeout(ctx, slaveSyncTimeout)
 	defer cancel()
-	resp, err := s.rc.Invoke(cctx, addr, remoting.NewRequest(int16(code), nil))
+	resp, err := s.rc.Invoke(cctx, addr, signed(s.creds, remoting.NewRequest(int16(code), nil)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", code, err)
 	}

@@ -224,6 +224,41 @@ type BrokerConfig struct {
 	// broker.accessMessageInMemoryMaxRatio, env
 	// FERRY_BROKER_ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO.
 	AccessMessageInMemoryMaxRatio int `mapstructure:"accessMessageInMemoryMaxRatio"`
+	// EnablePropertyFilter serves SQL92 subscriptions (filters over message
+	// properties); off, they are refused with SYSTEM_ERROR. Default true
+	// (RocketMQ: false). Key broker.enablePropertyFilter, env
+	// FERRY_BROKER_ENABLE_PROPERTY_FILTER.
+	EnablePropertyFilter bool `mapstructure:"enablePropertyFilter"`
+	// TraceTopicEnable creates the message-trace topic MsgTraceTopicName at
+	// start, so clients' trace records (the official client's WithTrace) are
+	// stored. Default true (RocketMQ: false). Key broker.traceTopicEnable, env
+	// FERRY_BROKER_TRACE_TOPIC_ENABLE.
+	TraceTopicEnable bool `mapstructure:"traceTopicEnable"`
+	// MsgTraceTopicName is the message-trace topic. Default
+	// "RMQ_SYS_TRACE_TOPIC". Key broker.msgTraceTopicName, env
+	// FERRY_BROKER_MSG_TRACE_TOPIC_NAME.
+	MsgTraceTopicName string `mapstructure:"msgTraceTopicName"`
+	// StoreReplyMessageEnable stores request-reply answers in the reply topic
+	// as well as pushing them to the requester. Default true. Key
+	// broker.storeReplyMessageEnable, env FERRY_BROKER_STORE_REPLY_MESSAGE_ENABLE.
+	StoreReplyMessageEnable bool `mapstructure:"storeReplyMessageEnable"`
+
+	// ACLEnable checks every request against the accounts in ACLFile
+	// (RocketMQ ACL 1.0, plain_acl.yml; see docs/security.md): unsigned or
+	// unpermitted requests are refused with NO_PERMISSION. Default false. Key
+	// broker.aclEnable, env FERRY_BROKER_ACL_ENABLE.
+	ACLEnable bool `mapstructure:"aclEnable"`
+	// ACLFile is the accounts file, re-read when it changes. Required with
+	// ACLEnable. Default "". Key broker.aclFile, env FERRY_BROKER_ACL_FILE.
+	ACLFile string `mapstructure:"aclFile"`
+	// AccessKey signs, with SecretKey, what this broker sends to name servers
+	// and, on a SLAVE, to its master, for peers with ACL on (an admin account
+	// of theirs). Empty: unsigned. Default "". Key broker.accessKey, env
+	// FERRY_BROKER_ACCESS_KEY.
+	AccessKey string `mapstructure:"accessKey"`
+	// SecretKey is AccessKey's secret. Default "". Key broker.secretKey, env
+	// FERRY_BROKER_SECRET_KEY.
+	SecretKey string `mapstructure:"secretKey"`
 	// DelayLevels is the delay of each message delay level (level n = n-th
 	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key
 	// broker.delayLevels, env FERRY_BROKER_DELAY_LEVELS.
@@ -323,6 +358,10 @@ func DefaultBrokerConfig() BrokerConfig {
 		LongPollingEnable:             true,
 		ShortPollingTimeout:           time.Second,
 		AccessMessageInMemoryMaxRatio: 40,
+		EnablePropertyFilter:          true,
+		TraceTopicEnable:              true,
+		MsgTraceTopicName:             "RMQ_SYS_TRACE_TOPIC",
+		StoreReplyMessageEnable:       true,
 		DelayLevels:                   DefaultDelayLevels,
 		MaxReconsumeTimes:             16,
 		TransactionTimeout:            6 * time.Second,
@@ -513,7 +552,30 @@ func (c BrokerConfig) validateMessaging() error {
 	if c.TransactionCheckMax < 1 {
 		return invalid("broker.transactionCheckMax", "must be greater than 0, got %d", c.TransactionCheckMax)
 	}
+	if c.TraceTopicEnable && !validTopicName(c.MsgTraceTopicName) {
+		return invalid("broker.msgTraceTopicName", "must be 1 to 127 letters, digits, '-', '_', '%%' or '|', got %q", c.MsgTraceTopicName)
+	}
+	if c.ACLEnable && c.ACLFile == "" {
+		return invalid("broker.aclFile", "must name the accounts file when broker.aclEnable is true")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return invalid("broker.secretKey", "broker.accessKey and broker.secretKey go together (one is empty)")
+	}
 	return nil
+}
+
+// validTopicName is RocketMQ's topic name rule: 1 to 127 characters of
+// [A-Za-z0-9_|%-].
+func validTopicName(s string) bool {
+	if s == "" || len(s) > 127 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '%' || r == '|') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c BrokerConfig) validateHA() error {

@@ -56,6 +56,16 @@ func keyMeanings() map[string]string {
 		"broker.delayLevels":           "delay of each delay level, level 1 first (units ms, s, m, h, d)",
 		"broker.maxReconsumeTimes":     "redeliveries before a message goes to %DLQ% (when the client does not say)",
 
+		"broker.enablePropertyFilter":          "serve SQL92 subscriptions (filters over message properties); off = refuse them",
+		"broker.traceTopicEnable":              "create the message-trace topic at start, so clients' trace records are stored",
+		"broker.msgTraceTopicName":             "the message-trace topic",
+		"broker.storeReplyMessageEnable":       "store request-reply answers in the reply topic as well as pushing them",
+		"broker.aclEnable":                     "check every request against the ACL accounts file (NO_PERMISSION if refused)",
+		"broker.aclFile":                       "ACL accounts file (plain_acl.yml shape), re-read when it changes",
+		"broker.accessKey":                     "access key this broker signs its requests to name servers / its master with",
+		"broker.secretKey":                     "secret key of broker.accessKey",
+		"namesrv.aclEnable":                    "check every request against the ACL accounts file (registrations need an admin account)",
+		"namesrv.aclFile":                      "ACL accounts file (plain_acl.yml shape), re-read when it changes",
 		"broker.slaveReadEnable":               "pulls may suggest a slave to lagging consumers (suggestWhichBrokerId); off = the master",
 		"broker.accessMessageInMemoryMaxRatio": "% of physical memory a pulled message may lag the log's end and count as in memory",
 

@@ -37,6 +37,15 @@ type NameServerConfig struct {
 	// long (clients and Netty use 120 s). Default 120s. Key
 	// namesrv.idleTimeout, env FERRY_NAMESRV_IDLE_TIMEOUT.
 	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
+
+	// ACLEnable checks every request against the accounts in ACLFile
+	// (RocketMQ ACL 1.0): broker registrations then need an admin account's
+	// signature (broker.accessKey/secretKey). Default false. Key
+	// namesrv.aclEnable, env FERRY_NAMESRV_ACL_ENABLE.
+	ACLEnable bool `mapstructure:"aclEnable"`
+	// ACLFile is the accounts file, re-read when it changes. Required with
+	// ACLEnable. Default "". Key namesrv.aclFile, env FERRY_NAMESRV_ACL_FILE.
+	ACLFile string `mapstructure:"aclFile"`
 }
 
 // DefaultNameServerConfig returns the documented defaults of the name server.
@@ -71,6 +80,9 @@ func (c NameServerConfig) Validate() error {
 	}
 	if err := checkFrameSize("namesrv.maxFrameSize", c.MaxFrameSize); err != nil {
 		return err
+	}
+	if c.ACLEnable && c.ACLFile == "" {
+		return invalid("namesrv.aclFile", "must name the accounts file when namesrv.aclEnable is true")
 	}
 	return checkPositiveDuration("namesrv.idleTimeout", c.IdleTimeout)
 }

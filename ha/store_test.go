@@ -162,6 +162,7 @@ func TestEmptySlaveOfTrimmedMaster(t *testing.T) {
 	}
 	m.Notify()
 	require.NoError(t, m.WaitAck(ctx, master.CommitLog().MaxOffset()))
+	require.NoError(t, master.WaitDispatched(ctx, master.CommitLog().MaxOffset()))
 	require.NoError(t, slave.WaitDispatched(ctx, master.CommitLog().MaxOffset()))
 	check(slave)
 }

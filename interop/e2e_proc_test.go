@@ -66,6 +66,7 @@ func startFerryProcess(tb testing.TB, withPprof bool) *ferryProc {
 		args = append(args, "--pprof-listen", p.pprofAddr)
 	}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), haOnAnyPort)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	// Should this process die without its cleanup, the child dies with it.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -259,6 +260,11 @@ func freeLoopbackAddr(tb testing.TB) string {
 	tb.Fatal("no unused loopback port in 1000 tries")
 	return ""
 }
+
+// haOnAnyPort lets a child broker's HA listener take any free port instead of its listen
+// port + 1, which under connection churn is often held by a client socket (Linux hands
+// even ports to connect and odd ones to bind(0)).
+const haOnAnyPort = "FERRY_BROKER_HA_LISTEN=127.0.0.1:0"
 
 // handedOut holds the addresses freeLoopbackAddr returned: the kernel may give a port
 // that was just closed out again, and two servers of one test (a broker's listen and HA

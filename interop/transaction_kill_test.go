@@ -61,7 +61,7 @@ func startTxBroker(t *testing.T, bin, dataDir, nsAddr, brokerAddr string) *ferry
 		"--broker-listen", brokerAddr, "--log-level", "error")
 	p.cmd.Env = append(os.Environ(), "FERRY_BROKER_TRANSACTION_TIMEOUT=1s",
 		"FERRY_BROKER_TRANSACTION_CHECK_INTERVAL=1s", "FERRY_BROKER_FLUSH_DISK_TYPE=SYNC_FLUSH",
-		fmt.Sprintf("FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE=%d", txKillSegmentSize))
+		fmt.Sprintf("FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE=%d", txKillSegmentSize), haOnAnyPort)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, p.cmd.Start())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -53,6 +54,12 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	o.MaxReconsumeTimes = cfg.MaxReconsumeTimes
 	o.LongPollingEnable, o.ShortPollingTimeout = cfg.LongPollingEnable, cfg.ShortPollingTimeout
 	o.SlaveReadEnable, o.AccessMessageInMemoryMaxRatio = cfg.SlaveReadEnable, cfg.AccessMessageInMemoryMaxRatio
+	o.EnablePropertyFilter, o.StoreReplyMessageEnable = cfg.EnablePropertyFilter, cfg.StoreReplyMessageEnable
+	o.TraceTopicEnable, o.MsgTraceTopicName = cfg.TraceTopicEnable, cfg.MsgTraceTopicName
+	o.Credentials = acl.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}
+	if cfg.ACLEnable {
+		o.ACLFile = cfg.ACLFile
+	}
 	o.TransactionTimeout, o.TransactionCheckInterval = cfg.TransactionTimeout, cfg.TransactionCheckInterval
 	o.TransactionCheckMax = cfg.TransactionCheckMax
 	levels, err := cfg.DelayLevelDurations()
@@ -98,6 +105,9 @@ func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) nameserver
 	o := nameserver.DefaultOptions()
 	o.Listen, o.BrokerExpiry, o.ScanInterval = cfg.Listen, cfg.BrokerExpiry, cfg.ScanInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
+	if cfg.ACLEnable {
+		o.ACLFile = cfg.ACLFile
+	}
 	o.Logger = log
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -47,9 +48,19 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	cfg.DelayLevels = "1s 2s"
 	cfg.MaxReconsumeTimes = 4
 	cfg.TransactionTimeout, cfg.TransactionCheckInterval, cfg.TransactionCheckMax = 8*time.Second, 9*time.Second, 3
+	cfg.EnablePropertyFilter, cfg.StoreReplyMessageEnable = false, false
+	cfg.TraceTopicEnable, cfg.MsgTraceTopicName = false, "MyTrace"
+	cfg.ACLEnable, cfg.ACLFile = true, "/etc/ferry/plain_acl.yml"
+	cfg.AccessKey, cfg.SecretKey = "brokerKey1", "brokerSecret1"
 
 	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
 	require.NoError(t, err)
+	require.False(t, o.EnablePropertyFilter)
+	require.False(t, o.StoreReplyMessageEnable)
+	require.False(t, o.TraceTopicEnable)
+	require.Equal(t, "MyTrace", o.MsgTraceTopicName)
+	require.Equal(t, "/etc/ferry/plain_acl.yml", o.ACLFile)
+	require.Equal(t, acl.Credentials{AccessKey: "brokerKey1", SecretKey: "brokerSecret1"}, o.Credentials)
 	require.Equal(t, "b1", o.BrokerName)
 	require.Equal(t, "c1", o.ClusterName)
 	require.Equal(t, "127.0.0.1:20911", o.AdvertisedAddr)
@@ -231,4 +242,13 @@ func TestStandaloneDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, changed, "segments too small for the largest message are not chosen")
 	require.NoError(t, cfg.Validate())
+}
+
+// The name server takes its ACL file only when aclEnable is on.
+func TestNameServerOptionsACL(t *testing.T) {
+	cfg := conf.DefaultNameServerConfig()
+	cfg.ACLFile = "/etc/ferry/plain_acl.yml"
+	require.Empty(t, NameServerOptions(cfg, zerolog.Nop()).ACLFile, "aclEnable off")
+	cfg.ACLEnable = true
+	require.Equal(t, "/etc/ferry/plain_acl.yml", NameServerOptions(cfg, zerolog.Nop()).ACLFile)
 }

@@ -135,7 +135,9 @@ func (s *Server) handleUnregisterBroker(_ context.Context, ch remoting.Channel, 
 
 // registrant describes the connection a registration arrives on.
 func (s *Server) registrant(ch remoting.Channel) Registrant {
-	r := Registrant{ChannelID: ch.ID()}
+	// With access control on, a registration reaches its handler only with admin
+	// credentials: it is trusted.
+	r := Registrant{ChannelID: ch.ID(), Trusted: s.opts.ACL != nil}
 	if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
 		r.IP = ap.Addr().Unmap()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -48,6 +49,14 @@ type Options struct {
 	Logger zerolog.Logger
 	// Clock returns the current time (injected by tests). Default time.Now.
 	Clock func() time.Time
+	// ACL, when set, checks every request before it is served (aclEnable): a refused one
+	// is answered NO_PERMISSION. Registrations then need admin credentials (package acl)
+	// and, being authenticated, may replace a registration another connection holds.
+	// nil: no access control, unless ACLFile is set.
+	ACL acl.Checker
+	// ACLFile, when set and ACL is nil, is an accounts file the server loads (New fails
+	// on a bad file) and re-reads when it changes; Shutdown stops the watcher.
+	ACLFile string
 }
 
 // DefaultOptions returns RocketMQ's defaults.
@@ -102,6 +111,16 @@ type Server struct {
 
 	shutdown    sync.Once
 	shutdownErr error
+
+	aclWatcher *acl.Watcher // the accounts file New loaded (Options.ACLFile); nil otherwise
+}
+
+// closeACL stops the accounts-file watcher the server started, if any.
+func (s *Server) closeACL() error {
+	if s.aclWatcher == nil {
+		return nil
+	}
+	return s.aclWatcher.Close()
 }
 
 // New validates opts and returns a Server ready to Start.
@@ -148,9 +167,25 @@ func New(opts Options) (*Server, error) {
 		{protocol.GetAllTopicListFromNameServer, poolAdmin, s.handleGetAllTopicList},
 		{protocol.DeleteTopicInNameSrv, poolAdmin, s.handleDeleteTopic},
 	}
-	for _, h := range handlers {
-		if err := s.rs.Handle(int16(h.code), h.pool, h.h); err != nil {
+	if opts.ACL == nil && opts.ACLFile != "" {
+		wo := acl.DefaultWatcherOptions()
+		wo.Path, wo.Logger = opts.ACLFile, s.log
+		w, err := acl.NewWatcher(wo)
+		if err != nil {
 			return nil, fmt.Errorf("nameserver: %w", err)
+		}
+		s.aclWatcher, s.opts.ACL = w, w
+	}
+	var gate *acl.Gate
+	if s.opts.ACL != nil {
+		gate = acl.NewGate(s.opts.ACL, s.log)
+	}
+	for _, h := range handlers {
+		if gate != nil {
+			h.h = gate.Wrap(h.code, h.h)
+		}
+		if err := s.rs.Handle(int16(h.code), h.pool, h.h); err != nil {
+			return nil, errors.Join(fmt.Errorf("nameserver: %w", err), s.closeACL())
 		}
 	}
 	return s, nil
@@ -213,6 +248,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			}
 		}
 		s.wg.Wait()
+		if err := s.closeACL(); err != nil && s.shutdownErr == nil {
+			s.shutdownErr = err
+		}
 		s.log.Info().Msg("name server stopped")
 	})
 	return s.shutdownErr

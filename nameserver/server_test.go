@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -428,4 +431,50 @@ func TestServerLifecycle(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx))
 	require.NoError(t, s.Shutdown(ctx))
+}
+
+// With an accounts file, requests need signatures: an anonymous REGISTER_BROKER is
+// refused with NO_PERMISSION, an application account may read routes but not register,
+// and the admin account registers and, being trusted, may replace a registration another
+// connection holds.
+func TestServerACL(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+accounts:
+  - accessKey: brokerAdmin
+    secretKey: brokerSecret
+    admin: true
+  - accessKey: appUser1
+    secretKey: appSecret1
+    defaultTopicPerm: SUB
+`), 0o600))
+	s := startServer(t, func(o *Options) { o.ACLFile = file })
+	c1, c2 := newClient(t, remoting.SerializeJSON), newClient(t, remoting.SerializeJSON)
+	ns := s.Addr()
+	sign := func(creds acl.Credentials, req *remoting.Command) *remoting.Command {
+		req.ExtFields = remoting.Ext(creds.SignFields(req.ExtFields, req.Body))
+		return req
+	}
+	admin := acl.Credentials{AccessKey: "brokerAdmin", SecretKey: "brokerSecret"}
+	app := acl.Credentials{AccessKey: "appUser1", SecretKey: "appSecret1"}
+	master := regHeader("DefaultCluster", "broker-a", "10.0.0.5:10911", 0)
+
+	resp := invoke(t, c1, ns, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6))))
+	require.Equal(t, int16(protocol.NoPermission), resp.Code, "anonymous")
+	resp = invoke(t, c1, ns, sign(app, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
+	require.Equal(t, int16(protocol.NoPermission), resp.Code, "not an admin")
+	resp = invoke(t, c1, ns, sign(admin, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+
+	resp = invoke(t, c2, ns, routeRequest("TopicA"))
+	require.Equal(t, int16(protocol.NoPermission), resp.Code, "an unsigned route lookup")
+	resp = invoke(t, c2, ns, sign(app, routeRequest("TopicA")))
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+
+	moved := regHeader("DefaultCluster", "broker-a", "10.0.0.9:10911", 0)
+	resp = invoke(t, c2, ns, sign(admin, registerRequest(t, moved, regBody(2, topicConfig("TopicA", 4, 6)))))
+	require.Equal(t, int16(protocol.Success), resp.Code, "an admin may move a live registration: %s", resp.Remark)
+	route, ok := s.Table().TopicRoute("TopicA")
+	require.True(t, ok)
+	require.Equal(t, map[int64]string{0: "10.0.0.9:10911"}, route.BrokerDatas[0].BrokerAddrs)
 }

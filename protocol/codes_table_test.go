@@ -1,5 +1,13 @@
 package protocol
 
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
 // allRequestCodes and allResponseCodes list every named code with its
 // RocketMQ name and value; TestCodesMatchSpec cross-checks them by hand.
 var allRequestCodes = []struct {
@@ -116,4 +124,15 @@ var allResponseCodes = []struct {
 	{NoMessage, "NO_MESSAGE", 208},
 	{FlowControl, "FLOW_CONTROL", 215},
 	{IllegalOperation, "ILLEGAL_OPERATION", 604},
+}
+
+// TestCompatibilityListsEveryCode keeps docs/compatibility.md's request-code table
+// complete: every request code Ferry names has a row.
+func TestCompatibilityListsEveryCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/compatibility.md")
+	require.NoError(t, err)
+	for _, c := range allRequestCodes {
+		row := fmt.Sprintf("\n| %d | %s", c.val, c.name)
+		require.Contains(t, string(doc), row, "docs/compatibility.md has no row for %d %s", c.val, c.name)
+	}
 }

@@ -103,12 +103,41 @@ func (r *GetResult) Release() {
 	}
 }
 
+// Filter selects the messages a read returns, in two steps: MatchTagsCode sees each
+// consume-queue unit's tags code before the record is read (a tag-hash filter: cheap, but
+// hashes may collide), and MatchRecord sees the stored bytes of each record that passed
+// (an SQL92 filter over its properties). A filter that needs only one step returns true
+// from the other.
+type Filter interface {
+	MatchTagsCode(tagsCode int64) bool
+	MatchRecord(record []byte) bool
+}
+
+// TagsCodeFilter is a Filter on tags codes alone.
+type TagsCodeFilter func(tagsCode int64) bool
+
+// MatchTagsCode implements Filter.
+func (f TagsCodeFilter) MatchTagsCode(tagsCode int64) bool { return f(tagsCode) }
+
+// MatchRecord implements Filter: every record passes.
+func (TagsCodeFilter) MatchRecord([]byte) bool { return true }
+
 // GetMessages reads up to maxMsgs messages (and about maxBytes bytes; the first message is
 // always taken) from a consume queue starting at offset. filter, if not nil, receives each
 // unit's tags code and decides whether the message is wanted (a tag-hash filter: the
 // caller re-checks the exact tags when hashes may collide). Steady-state calls allocate
 // nothing: results are pooled and messages point into the mapped log.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int, filter func(tagsCode int64) bool) (*GetResult, error) {
+	if filter == nil {
+		return s.PullMessages(topic, queueID, offset, maxMsgs, maxBytes, nil)
+	}
+	return s.PullMessages(topic, queueID, offset, maxMsgs, maxBytes, TagsCodeFilter(filter))
+}
+
+// PullMessages is GetMessages with a two-step Filter (nil: every message). Records a
+// filter refuses are skipped and counted as scanned, as RocketMQ does; the ones returned
+// are still slices of the mapped log.
+func (s *Store) PullMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int, filter Filter) (*GetResult, error) {
 	r, _ := s.results.Get().(*GetResult)
 	if r == nil {
 		r = &GetResult{pool: &s.results}
@@ -151,7 +180,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs, 
 }
 
 // collect fills r from q starting at offset.
-func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMsgs, maxBytes int, filter func(int64) bool) error {
+func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMsgs, maxBytes int, filter Filter) error {
 	next := offset
 	var view *commitlog.View // the segment view messages are cut from
 	minPhy := s.cl.MinOffset()
@@ -177,7 +206,7 @@ scan:
 			if !u.Hole() {
 				lastPhy = u.Offset
 			}
-			if filter != nil && !filter(u.TagsCode) {
+			if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
 				continue
 			}
 			if u.Offset < minPhy || u.Hole() {
@@ -197,6 +226,9 @@ scan:
 			rel := u.Offset - view.Offset()
 			b := view.Bytes()[rel : rel+int64(u.Size) : rel+int64(u.Size)]
 			if !s.noReadChecks && !s.looksLikeRecord(b, u.Offset) {
+				continue
+			}
+			if filter != nil && !filter.MatchRecord(b) {
 				continue
 			}
 			r.Messages = append(r.Messages, b)

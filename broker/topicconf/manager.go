@@ -83,15 +83,20 @@ func builtinTopics(o *Options) []protocol.TopicConfig {
 	if o.AutoCreateTopicEnable {
 		out = append(out, mk(protocol.AutoCreateTopicKey, o.DefaultTopicQueueNums, rw|protocol.PermInherit))
 	}
-	if o.TraceTopicEnable {
-		out = append(out, mk(protocol.TraceTopic, 1, rw))
-	}
 	named := func(name string, queues int, perm int32) {
 		if err := protocol.ValidateTopic(name); err != nil {
 			o.Logger.Warn().Err(err).Msg("topicconf: not creating a topic for this name")
 			return
 		}
 		out = append(out, mk(name, queues, perm))
+	}
+	if o.TraceTopicEnable {
+		switch o.TraceTopicName {
+		case "", protocol.TraceTopic:
+			out = append(out, mk(protocol.TraceTopic, 1, rw))
+		default:
+			named(o.TraceTopicName, 1, rw)
+		}
 	}
 	if o.ClusterName != "" {
 		named(o.ClusterName, 16, rw|protocol.PermInherit)

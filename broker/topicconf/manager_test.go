@@ -434,3 +434,25 @@ func TestWriteFailureLeavesTableUnchanged(t *testing.T) {
 	require.True(t, changed)
 	require.Equal(t, v.Counter+1, m.DataVersion().Counter)
 }
+
+// The trace topic is created under the configured name, and only when enabled.
+func TestTraceTopicName(t *testing.T) {
+	for _, tc := range []struct {
+		enable bool
+		name   string
+		want   string
+	}{{true, "", protocol.TraceTopic}, {true, "MyTrace", "MyTrace"}, {false, "MyTrace", ""}} {
+		o := DefaultOptions()
+		o.Dir, o.FS = t.TempDir(), mmap.OSFS{}
+		o.TraceTopicEnable, o.TraceTopicName = tc.enable, tc.name
+		m, err := Open(o)
+		require.NoError(t, err)
+		_, std := m.Get(protocol.TraceTopic)
+		_, custom := m.Get("MyTrace")
+		require.Equal(t, tc.want == protocol.TraceTopic, std, "%+v", tc)
+		require.Equal(t, tc.want == "MyTrace", custom, "%+v", tc)
+		if tc.want != "" {
+			require.True(t, m.IsBuiltin(tc.want))
+		}
+	}
+}

@@ -57,9 +57,13 @@ type Options struct {
 	// ScheduleTopicQueueNums is the queue count of SCHEDULE_TOPIC_XXXX: one
 	// queue per delay level (18 by default).
 	ScheduleTopicQueueNums int
-	// TraceTopicEnable creates RMQ_SYS_TRACE_TOPIC (1 queue) at start
-	// (RocketMQ traceTopicEnable, default false).
+	// TraceTopicEnable creates the trace topic TraceTopicName (1 queue) at
+	// start (RocketMQ traceTopicEnable, default false).
 	TraceTopicEnable bool
+	// TraceTopicName is the trace topic (RocketMQ msgTraceTopicName); empty
+	// means RMQ_SYS_TRACE_TOPIC. A name that is not a valid topic name is
+	// skipped with a warning.
+	TraceTopicName string
 	// ClusterName, when set, creates the cluster-name topic (16 queues, perm
 	// RW+inherit) and "<ClusterName>_REPLY_TOPIC" (1 queue), like RocketMQ.
 	// A name that is not a valid topic name is skipped with a warning.

@@ -80,6 +80,7 @@ func measureIdle(b *testing.B, bin string) idleFootprint {
 	ns, br := freePortB(b), freePortB(b)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns,
 		"--broker-listen", br, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), haOnAnyPort)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

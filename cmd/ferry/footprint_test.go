@@ -118,6 +118,7 @@ func (s *syncBuffer) String() string {
 // An idle `ferry standalone` on an empty directory holds one laptop-sized commit-log
 // segment and no spare (docs/operations.md, Footprint).
 func TestStandaloneEmptyStoreHoldsOneSmallSegment(t *testing.T) {
+	t.Setenv("FERRY_BROKER_HA_LISTEN", "127.0.0.1:0") // see haOnAnyPort
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var errb syncBuffer

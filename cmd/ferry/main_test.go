@@ -60,6 +60,10 @@ func TestRunHelpVersionAndBadArguments(t *testing.T) {
 	}
 }
 
+// haOnAnyPort lets a test broker's HA listener take any free port instead of its
+// listen port + 1.
+const haOnAnyPort = "FERRY_BROKER_HA_LISTEN=127.0.0.1:0"
+
 // freePort returns a currently free loopback address.
 func freePort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -79,6 +83,9 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	data := t.TempDir()
 	ns, br := freePort(t), freePort(t)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns, "--broker-listen", br, "--log-level", "info")
+	// The HA port would be br+1: under connection churn that even port is often held
+	// by a client socket (Linux hands even ports to connect and odd ones to bind(0)).
+	cmd.Env = append(os.Environ(), haOnAnyPort)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -108,8 +115,10 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	// exits without touching the store.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", freePort(t),
-		"--broker-listen", freePort(t)).CombinedOutput()
+	second := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", freePort(t),
+		"--broker-listen", freePort(t))
+	second.Env = append(os.Environ(), haOnAnyPort)
+	out, err := second.CombinedOutput()
 	require.Error(t, err, "the second process must fail: %s", out)
 	require.Contains(t, string(out), "is in use")
 	require.Contains(t, string(out), strconv.Itoa(cmd.Process.Pid), "the error names the process holding the store")
