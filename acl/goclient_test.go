@@ -149,7 +149,11 @@ func TestOfficialGoClientSignaturesVerify(t *testing.T) {
 		var codes []int16
 		for _, c := range o.results() {
 			codes = append(codes, c.code)
-			require.Equal(t, token != "", c.token)
+			if c.code == int16(protocol.SendMessage) || c.code == int16(protocol.SendMessageV2) {
+				// Sends are this producer's alone; a route refresh or heartbeat of the
+				// previous iteration's producer, still shutting down, may be among the rest.
+				require.Equal(t, token != "", c.token)
+			}
 			if c.err != nil {
 				require.ErrorIs(t, c.err, ErrDenied, "code %d", c.code)
 			}

@@ -57,7 +57,11 @@ func (l *syncLog) String() string {
 
 func TestWatcherReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
-	write := func(s string) { require.NoError(t, os.WriteFile(path, []byte(s), 0o600)) }
+	write := func(s string) { // atomically, so no poll sees a half-written file
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(s), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
 	v1 := "accounts:\n  - {accessKey: account1, secretKey: secret-one, defaultTopicPerm: PUB}\n"
 	v2 := "accounts:\n  - {accessKey: account1, secretKey: secret-one, defaultTopicPerm: DENY}\n  - {accessKey: account2, secretKey: secret-two, defaultTopicPerm: PUB}\n"
 	write(v1)

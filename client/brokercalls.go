@@ -33,7 +33,7 @@ import (
 // answered SYSTEM_ERROR, like the official Go client does.
 
 // handleBrokerCalls registers the handlers of this file on rc.
-func (c *Client) handleBrokerCalls(rc *remoting.Client) {
+func (c *Client) handleBrokerCalls(rc *signingClient) {
 	rc.Handle(int16(protocol.ResetConsumerClientOffset), remoting.HandlerFunc(c.onResetOffset))
 	rc.Handle(int16(protocol.ConsumeMessageDirectly), remoting.HandlerFunc(c.onConsumeDirectly))
 	rc.Handle(int16(protocol.GetConsumerRunningInfo), remoting.HandlerFunc(c.onRunningInfo))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -29,6 +30,9 @@ import (
 // Header codec: requests to a broker start as JSON (what every RocketMQ broker reads); a
 // Ferry broker says so in its heartbeat response, and from then on the client speaks
 // Ferry's msgpack header to it — no setting involved.
+//
+// ACL: with Options.Credentials every request leaves signed (signingClient, the only way
+// out); a refusal is a *BrokerError with code NO_PERMISSION (errors.Is ErrNoPermission).
 type Client struct {
 	opts     Options
 	log      zerolog.Logger
@@ -36,9 +40,9 @@ type Client struct {
 	ids      *message.UniqKeyGenerator
 	host     netip.Addr
 
-	json   *remoting.Client // name servers and brokers not known to be Ferry
-	native *remoting.Client // msgpack headers, for Ferry brokers
-	ferry  sync.Map         // broker address → struct{}: it speaks msgpack
+	json   *signingClient // name servers and brokers not known to be Ferry
+	native *signingClient // msgpack headers, for Ferry brokers
+	ferry  sync.Map       // broker address → struct{}: it speaks msgpack
 	nsNext atomic.Uint32
 
 	routes struct {
@@ -89,21 +93,28 @@ func New(opts ...Option) (*Client, error) {
 		host:     host,
 		stop:     make(chan struct{}),
 	}
+	var creds *acl.Credentials
+	if o.Credentials != nil {
+		cp := *o.Credentials
+		creds = &cp
+	}
 	ro := remoting.DefaultClientOptions()
 	ro.RequestTimeout, ro.Logger = o.RequestTimeout, o.Logger
-	var err error
-	if c.json, err = remoting.NewClient(ro); err != nil {
+	rc, err := remoting.NewClient(ro)
+	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	c.json = &signingClient{Client: rc, creds: creds}
 	ro.SerializeType = remoting.SerializeMsgpack
-	if c.native, err = remoting.NewClient(ro); err != nil {
+	if rc, err = remoting.NewClient(ro); err != nil {
 		return nil, errors.Join(fmt.Errorf("client: %w", err), c.json.Close())
 	}
+	c.native = &signingClient{Client: rc, creds: creds}
 	c.routes.m = make(map[string]*topicRoute)
 	c.retire.m = make(map[string]time.Time)
 	c.groups.producers = make(map[string]int)
 	c.groups.consumers = make(map[string]*PushConsumer)
-	for _, rc := range []*remoting.Client{c.json, c.native} {
+	for _, rc := range []*signingClient{c.json, c.native} {
 		rc.Handle(int16(protocol.NotifyConsumerIDsChanged), remoting.HandlerFunc(c.onConsumerIDsChanged))
 		c.handleTransactionChecks(rc)
 		c.handleBrokerCalls(rc)
@@ -135,11 +146,7 @@ func (c *Client) invoke(ctx context.Context, addr string, req *remoting.Command)
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	rc := c.json
-	if _, ok := c.ferry.Load(addr); ok {
-		rc = c.native
-	}
-	resp, err := rc.Invoke(ctx, addr, req)
+	resp, err := c.remotingFor(addr).Invoke(ctx, addr, req)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s: %w", addr, err)
 	}
@@ -155,11 +162,7 @@ func (c *Client) invokeAsync(ctx context.Context, addr string, req *remoting.Com
 		cb(nil, ErrClosed)
 		return
 	}
-	rc := c.json
-	if _, ok := c.ferry.Load(addr); ok {
-		rc = c.native
-	}
-	err := rc.InvokeAsync(ctx, addr, req, func(resp *remoting.Command, err error) {
+	err := c.remotingFor(addr).InvokeAsync(ctx, addr, req, func(resp *remoting.Command, err error) {
 		switch {
 		case err != nil:
 			cb(nil, fmt.Errorf("client: %s: %w", addr, err))
@@ -172,6 +175,17 @@ func (c *Client) invokeAsync(ctx context.Context, addr string, req *remoting.Com
 	if err != nil {
 		cb(nil, fmt.Errorf("client: %s: %w", addr, err))
 	}
+}
+
+// invokeOneway sends req to a broker with the header codec it speaks, without waiting.
+func (c *Client) invokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := c.remotingFor(addr).InvokeOneway(ctx, addr, req); err != nil {
+		return fmt.Errorf("client: %s: %w", addr, err)
+	}
+	return nil
 }
 
 // invokeNameServer tries the name servers in turn, starting with the next one.
@@ -316,4 +330,86 @@ func localIPv4() netip.Addr {
 // jitter returns d ± 10 %, so many clients do not refresh in step.
 func jitter(d time.Duration) time.Duration {
 	return d - d/10 + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
+// remotingFor is the remoting client whose header codec addr speaks.
+func (c *Client) remotingFor(addr string) *signingClient {
+	if _, ok := c.ferry.Load(addr); ok {
+		return c.native
+	}
+	return c.json
+}
+
+// signingClient is a remoting.Client that signs every request it sends with the
+// client's ACL 1.0 credentials, if any: its Invoke, InvokeAsync and InvokeOneway shadow
+// the embedded client's, and the handlers registered through its Handle get channels
+// that sign the requests they send back (END_TRANSACTION answering a check). Every
+// request of this package leaves through one, so none goes unsigned. Requests the
+// server sends to the client are not expected to be signed (brokers do not sign them).
+type signingClient struct {
+	*remoting.Client
+	creds *acl.Credentials // nil: requests go unsigned
+}
+
+// Invoke signs req and sends it (remoting.Client.Invoke).
+func (s *signingClient) Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	sign(s.creds, req)
+	return s.Client.Invoke(ctx, addr, req)
+}
+
+// InvokeAsync signs req and sends it (remoting.Client.InvokeAsync).
+func (s *signingClient) InvokeAsync(ctx context.Context, addr string, req *remoting.Command, cb func(*remoting.Command, error)) error {
+	sign(s.creds, req)
+	return s.Client.InvokeAsync(ctx, addr, req, cb)
+}
+
+// InvokeOneway signs req and sends it (remoting.Client.InvokeOneway).
+func (s *signingClient) InvokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
+	sign(s.creds, req)
+	return s.Client.InvokeOneway(ctx, addr, req)
+}
+
+// Handle registers h for server-initiated requests; h's channel signs what it sends.
+func (s *signingClient) Handle(code int16, h remoting.Handler) {
+	if s.creds == nil {
+		s.Client.Handle(code, h)
+		return
+	}
+	s.Client.Handle(code, remoting.HandlerFunc(func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		return h.ServeRequest(ctx, signingChannel{Channel: ch, creds: s.creds}, req)
+	}))
+}
+
+// signingChannel is a connection that signs the requests sent on it.
+type signingChannel struct {
+	remoting.Channel
+	creds *acl.Credentials
+}
+
+// Invoke signs req and sends it (remoting.Channel.Invoke).
+func (s signingChannel) Invoke(ctx context.Context, req *remoting.Command) (*remoting.Command, error) {
+	sign(s.creds, req)
+	return s.Channel.Invoke(ctx, req)
+}
+
+// InvokeOneway signs req and sends it (remoting.Channel.InvokeOneway).
+func (s signingChannel) InvokeOneway(ctx context.Context, req *remoting.Command) error {
+	sign(s.creds, req)
+	return s.Channel.InvokeOneway(ctx, req)
+}
+
+// sign sets req's AccessKey, SecurityToken (when set) and Signature ext fields, the
+// signature covering the other ext fields as they are and the body as it is sent. It
+// runs as the request leaves, after its header is final; remoting adds nothing to the
+// ext fields after it, and the signed values are the same whatever the header codec.
+// Signing again (a request sent twice) replaces the fields. Nil creds: nothing.
+func sign(creds *acl.Credentials, req *remoting.Command) {
+	if creds == nil {
+		return
+	}
+	body := req.Body
+	if len(req.BodyVec) > 0 {
+		body = slices.Concat(append([][]byte{req.Body}, req.BodyVec...)...)
+	}
+	req.ExtFields = creds.SignFields(req.ExtFields, body)
 }

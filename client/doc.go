@@ -105,9 +105,20 @@
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrClosed, ErrNoRoute, ErrBroker,
-// ErrIllegalMessage; test with errors.Is). A broker's refusal is a *BrokerError with its
-// response code and remark. Messages that break the broker's limits (topic name, body
-// size, properties) are refused before anything is sent.
+// ErrNoPermission, ErrIllegalMessage; test with errors.Is). A broker's refusal is a
+// *BrokerError with its response code and remark. Messages that break the broker's
+// limits (topic name, body size, properties) are refused before anything is sent.
+//
+// # ACL
+//
+// Brokers and name servers with ACL on (RocketMQ's ACL 1.0, package acl) refuse
+// unsigned requests. WithCredentials(accessKey, secretKey) signs every request the
+// client sends — route lookups, sends (sync, async, batched, oneway), pulls, heartbeats,
+// offsets, END_TRANSACTION (also when answering a check), admin calls — as the official
+// clients do: AccessKey and Signature ext fields, HMAC-SHA1 of the other fields' values
+// and the body, whatever the header codec. A refusal is a *BrokerError with code
+// NO_PERMISSION whose remark says why (unknown key, bad signature, admin only, or the
+// topic or group denied); errors.Is(err, ErrNoPermission) holds.
 //
 // # Administration
 //

@@ -15,6 +15,11 @@ var (
 	ErrNoRoute = errors.New("client: no route for topic")
 	// ErrBroker means a broker answered with an error code; the error is a *BrokerError.
 	ErrBroker = errors.New("client: broker refused the request")
+	// ErrNoPermission means a server answered NO_PERMISSION (16): its ACL refused the
+	// request (no or wrong credentials, or an account without the topic, group or admin
+	// right it needs; the remark says which), or the topic or broker does not allow the
+	// operation. The error is a *BrokerError (errors.Is(err, ErrBroker) holds too).
+	ErrNoPermission = errors.New("client: no permission")
 	// ErrIllegalMessage means a message breaks a limit the broker would enforce (topic
 	// name, body size, properties); nothing was sent.
 	ErrIllegalMessage = errors.New("client: illegal message")
@@ -37,6 +42,11 @@ func (e *BrokerError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrBroker) hold.
 func (e *BrokerError) Unwrap() error { return ErrBroker }
+
+// Is makes errors.Is(err, ErrNoPermission) hold for a NO_PERMISSION answer.
+func (e *BrokerError) Is(target error) bool {
+	return target == ErrNoPermission && e.Code == protocol.NoPermission
+}
 
 // Retriable reports whether another broker (or a later attempt) may succeed where this
 // one failed, as RocketMQ's producers decide.

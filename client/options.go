@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/acl"
 )
 
 // Options configure a Client. Build them with New's functional options; the zero value
@@ -24,6 +26,12 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives the client's log lines (silent by default).
 	Logger zerolog.Logger
+	// Credentials, when set, sign every request the client sends — to name servers and
+	// brokers, call, async and oneway alike — with RocketMQ's ACL 1.0 (AccessKey,
+	// Signature and, when set, SecurityToken ext fields; see acl.Credentials.SignFields),
+	// as servers with ACL on require. Nil: requests go unsigned. The client copies them
+	// in New.
+	Credentials *acl.Credentials
 }
 
 // Option sets one field of Options.
@@ -45,6 +53,13 @@ func WithRouteRefresh(d time.Duration) Option { return func(o *Options) { o.Rout
 
 // WithHeartbeat sets how often the client sends heartbeats to its brokers.
 func WithHeartbeat(d time.Duration) Option { return func(o *Options) { o.Heartbeat = d } }
+
+// WithCredentials signs every request with an ACL 1.0 account's access key and secret
+// key (see Options.Credentials). For a security token as well, set Options.Credentials
+// with an Option of your own.
+func WithCredentials(accessKey, secretKey string) Option {
+	return func(o *Options) { o.Credentials = &acl.Credentials{AccessKey: accessKey, SecretKey: secretKey} }
+}
 
 // WithLogger injects a logger.
 func WithLogger(l zerolog.Logger) Option { return func(o *Options) { o.Logger = l } }
@@ -77,6 +92,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RequestTimeout <= 0 || o.RouteRefresh <= 0 || o.Heartbeat <= 0 {
 		bad("RequestTimeout, RouteRefresh and Heartbeat must be positive")
+	}
+	if c := o.Credentials; c != nil && (c.AccessKey == "" || c.SecretKey == "") {
+		bad("Credentials need both an access key and a secret key")
 	}
 	return errors.Join(errs...)
 }

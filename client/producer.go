@@ -261,12 +261,8 @@ func (p *Producer) SendOneway(ctx context.Context, msg *message.Message) error {
 		}
 	}
 	req := p.singleRequest(q, out)
-	rc := p.c.json
-	if _, ok := p.c.ferry.Load(q.addr); ok {
-		rc = p.c.native
-	}
-	if err := rc.InvokeOneway(ctx, q.addr, req); err != nil {
-		return fmt.Errorf("client: oneway send to %s: %w", q.addr, err)
+	if err := p.c.invokeOneway(ctx, q.addr, req); err != nil {
+		return fmt.Errorf("client: oneway send: %w", err)
 	}
 	return nil
 }

@@ -427,11 +427,8 @@ func (tp *TransactionProducer) end(ctx context.Context, q queue, res Transaction
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tp.c.opts.RequestTimeout)
 	defer cancel()
 	if res.State.wire() == protocol.TransactionUnknown {
-		if tp.c.closed.Load() {
-			return fmt.Errorf("%w: %w", ErrTransactionNotEnded, ErrClosed)
-		}
-		if err := tp.c.remotingFor(q.addr).InvokeOneway(ctx, q.addr, req); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrTransactionNotEnded, q.addr, err)
+		if err := tp.c.invokeOneway(ctx, q.addr, req); err != nil {
+			return fmt.Errorf("%w: %w", ErrTransactionNotEnded, err)
 		}
 		return nil
 	}
@@ -439,14 +436,6 @@ func (tp *TransactionProducer) end(ctx context.Context, q queue, res Transaction
 		return fmt.Errorf("%w: %w", ErrTransactionNotEnded, err)
 	}
 	return nil
-}
-
-// remotingFor is the remoting client whose header codec addr speaks.
-func (c *Client) remotingFor(addr string) *remoting.Client {
-	if _, ok := c.ferry.Load(addr); ok {
-		return c.native
-	}
-	return c.json
 }
 
 // useBrokers adds addrs to the brokers the producer heartbeats, and sends a heartbeat
@@ -493,7 +482,7 @@ func (c *Client) transactionBrokers(out []string) []string {
 }
 
 // handleTransactionChecks registers the CHECK_TRANSACTION_STATE handler on rc.
-func (c *Client) handleTransactionChecks(rc *remoting.Client) {
+func (c *Client) handleTransactionChecks(rc *signingClient) {
 	rc.Handle(int16(protocol.CheckTransactionState), remoting.HandlerFunc(c.onCheckTransactionState))
 }
 

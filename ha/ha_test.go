@@ -173,7 +173,7 @@ func TestMasterBehindSlave(t *testing.T) {
 	require.Greater(t, ml.MaxOffset(), slaveEnd)
 	require.False(t, s.Connected())
 	require.Equal(t, slaveEnd, sl.MaxOffset(), "the slave's log is untouched")
-	require.Empty(t, m.Slaves())
+	waitFor(t, 5*time.Second, "the master forgets the refused slave", func() bool { return len(m.Slaves()) == 0 })
 }
 
 // A slave whose disk fills keeps what it has (a valid prefix), reports the error, does

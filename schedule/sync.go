@@ -31,19 +31,23 @@ func (s *Service) SyncLevelOffsets(table map[int]int64) error {
 	defer s.persistMu.Unlock()
 	offsets := make([]int64, len(s.levels))
 	for i, l := range s.levels {
-		if off, ok := table[l.level]; ok && off >= 0 {
-			l.cursor.Store(off)
-		}
 		offsets[i] = l.cursor.Load()
+		if off, ok := table[l.level]; ok && off >= 0 {
+			offsets[i] = off
+		}
 	}
 	b := encodeDelayOffsets(offsets)
 	if string(b) == string(s.persistMu.lastDelay) {
 		return nil
 	}
+	// The file first: whoever sees the new cursors (LevelOffsets) can rely on it.
 	if err := s.writeConfig(delayOffsetFile, b); err != nil {
 		return err
 	}
 	s.persistMu.lastDelay = b
+	for i, l := range s.levels {
+		l.cursor.Store(offsets[i])
+	}
 	return nil
 }
 

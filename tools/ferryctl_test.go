@@ -66,8 +66,20 @@ func ferryctl(t *testing.T) string {
 // run executes ferryctl with args and returns stdout, stderr and the exit status.
 func run(t *testing.T, namesrv string, args ...string) (string, string, int) {
 	t.Helper()
+	return runEnv(t, []string{"FERRY_NAMESRV=" + namesrv}, args...)
+}
+
+// runEnv is run with the environment variables env (KEY=value) set; ferryctl's ACL
+// variables are not inherited from the test's environment.
+func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(ferryctl(t), args...)
-	cmd.Env = append(cmd.Environ(), "FERRY_NAMESRV="+namesrv)
+	for _, kv := range cmd.Environ() {
+		if !strings.HasPrefix(kv, "FERRY_ACCESS_KEY=") && !strings.HasPrefix(kv, "FERRY_SECRET_KEY=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -2,7 +2,10 @@
 // thin main around Main. Commands are grouped like kubectl's and nats's (`ferryctl topic
 // list`, `ferryctl bench produce`); flags follow RocketMQ's mqadmin letters with long names
 // (-n/--namesrv, -t/--topic, -g/--group, -i/--id, -k/--key, -q/--queue, -b/--broker).
-// Every command that prints data takes -o table|json|yaml; JSON field names are stable.
+// Global flags: -n/--namesrv (env FERRY_NAMESRV), -o/--output, and --access-key and
+// --secret-key (env FERRY_ACCESS_KEY, FERRY_SECRET_KEY; a flag wins over its variable):
+// the ACL 1.0 account that signs every request of every command, for clusters with ACL
+// on. Every command that prints data takes -o table|json|yaml; JSON field names are stable.
 // Exit status: 0 success, 1 error, 2 usage.
 package tools
 
@@ -29,6 +32,17 @@ const (
 // defaultNamesrv is the name server ferryctl talks to without -n or FERRY_NAMESRV.
 const defaultNamesrv = "127.0.0.1:9876"
 
+// The environment variables of the global flags.
+const (
+	envNamesrv   = "FERRY_NAMESRV"
+	envAccessKey = "FERRY_ACCESS_KEY"
+	envSecretKey = "FERRY_SECRET_KEY"
+)
+
+// credentialsHint is added to a NO_PERMISSION error when no credentials were given.
+const credentialsHint = "the cluster may have ACL on: give an account with --access-key and --secret-key " +
+	"(or " + envAccessKey + " and " + envSecretKey + ")"
+
 // errUsage marks an error in how the command was called (exit status 2).
 var errUsage = errors.New("usage")
 
@@ -39,26 +53,53 @@ func usageError(format string, args ...any) error {
 
 // env is what every command shares: the global flags and the output streams.
 type env struct {
-	namesrv string
-	output  string
-	out     io.Writer
-	errOut  io.Writer
-	isTTY   bool
+	namesrv   string
+	output    string
+	accessKey string // ACL account; empty: requests go unsigned
+	secretKey string
+	out       io.Writer
+	errOut    io.Writer
+	isTTY     bool
 }
 
-// newClient connects to the cluster the global flags name.
-func (e *env) newClient() (*client.Client, error) {
+// clientOptions are the client options the global flags give.
+func (e *env) clientOptions() []client.Option {
 	var addrs []string
 	for a := range strings.SplitSeq(e.namesrv, ";") {
 		if a = strings.TrimSpace(a); a != "" {
 			addrs = append(addrs, a)
 		}
 	}
-	c, err := client.New(client.WithNameServers(addrs...))
+	opts := []client.Option{client.WithNameServers(addrs...)}
+	if e.accessKey != "" {
+		opts = append(opts, client.WithCredentials(e.accessKey, e.secretKey))
+	}
+	return opts
+}
+
+// newClient connects to the cluster the global flags name, signing its requests with
+// the account they name. Every command that talks to the cluster goes through it.
+func (e *env) newClient() (*client.Client, error) {
+	c, err := client.New(e.clientOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("name server %q: %w", e.namesrv, err)
 	}
 	return c, nil
+}
+
+// resolveCredentials takes the keys cmd's flags did not set from the environment and
+// checks that both or neither are given.
+func (e *env) resolveCredentials(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("access-key") {
+		e.accessKey = os.Getenv(envAccessKey)
+	}
+	if !cmd.Flags().Changed("secret-key") {
+		e.secretKey = os.Getenv(envSecretKey)
+	}
+	if (e.accessKey == "") != (e.secretKey == "") {
+		return usageError("--access-key and --secret-key (or %s and %s) go together", envAccessKey, envSecretKey)
+	}
+	return nil
 }
 
 // Main runs ferryctl with args (without the program name) and returns its exit status.
@@ -75,6 +116,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage) || isCobraUsageError(err):
 		fmt.Fprintf(stderr, "ferryctl: %v (see ferryctl %s --help)\n", err, commandPath(root, args))
 		return exitUsage
+	case errors.Is(err, client.ErrNoPermission) && e.accessKey == "":
+		fmt.Fprintf(stderr, "ferryctl: %v (%s)\n", err, credentialsHint)
+		return exitError
 	default:
 		fmt.Fprintf(stderr, "ferryctl: %v\n", err)
 		return exitError
@@ -84,27 +128,36 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // newRoot builds the command tree.
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "ferryctl",
-		Short:         "Administer and try out a Ferry cluster",
-		Long:          "ferryctl administers a Ferry (or RocketMQ 4.x) cluster through its name servers,\nsends and consumes test messages, benchmarks, and reads store files offline.",
+		Use:   "ferryctl",
+		Short: "Administer and try out a Ferry cluster",
+		Long: "ferryctl administers a Ferry (or RocketMQ 4.x) cluster through its name servers,\nsends and consumes test messages, benchmarks, and reads store files offline.\n\n" +
+			"A cluster with ACL on refuses unsigned requests (NO_PERMISSION): give an account with\n" +
+			"--access-key and --secret-key, or " + envAccessKey + " and " + envSecretKey + " (a flag wins over its\n" +
+			"variable); every request of every command is then signed with it (RocketMQ ACL 1.0).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Example: `  ferryctl send -t Orders --tags created --keys order-42 "hello"
   ferryctl consume -t Orders -g demo --count 10
   ferryctl bench produce -t Bench --producers 4 --size 1024 --duration 10s`,
 	}
-	namesrv := os.Getenv("FERRY_NAMESRV")
+	namesrv := os.Getenv(envNamesrv)
 	if namesrv == "" {
 		namesrv = defaultNamesrv
 	}
-	root.PersistentFlags().StringVarP(&e.namesrv, "namesrv", "n", namesrv, "name server addresses, ';'-separated (env FERRY_NAMESRV)")
-	root.PersistentFlags().StringVarP(&e.output, "output", "o", "table", "output format: table, json or yaml")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	pf := root.PersistentFlags()
+	pf.StringVarP(&e.namesrv, "namesrv", "n", namesrv, "name server addresses, ';'-separated (env "+envNamesrv+")")
+	pf.StringVarP(&e.output, "output", "o", "table", "output format: table, json or yaml")
+	// The keys' defaults stay empty, so --help never shows a secret from the environment;
+	// resolveCredentials reads the variables.
+	pf.StringVar(&e.accessKey, "access-key", "", "ACL access key: sign every request with this account, for clusters with ACL on (env "+envAccessKey+")")
+	pf.StringVar(&e.secretKey, "secret-key", "", "ACL secret key of the --access-key account (env "+envSecretKey+")")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		switch e.output {
 		case "table", "json", "yaml":
-			return nil
+		default:
+			return usageError("-o must be table, json or yaml, not %q", e.output)
 		}
-		return usageError("-o must be table, json or yaml, not %q", e.output)
+		return e.resolveCredentials(cmd)
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e), newDumpCommand(e))
