@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
@@ -169,19 +170,26 @@ func TestFailbackToRestartedMaster(t *testing.T) {
 	var gate failbackGate
 	ferry := &failbackSide{name: "ferry", group: "cg-failback-ferry", rec: newRecorder()}
 	official := &failbackSide{name: "official", group: "cg-failback-official", rec: newRecorder()}
-	sides := []*failbackSide{ferry, official}
+	sides := []*failbackSide{ferry}
 	ferryRecord := ferryHandler(ferry.rec, "ferry")
 	ferryPC := newFerryConsumer(t, ns, ferry.group, topic, "*", func(ctx context.Context, msgs []*client.MessageExt) client.ConsumeResult {
 		gate.pass()
 		return ferryRecord(ctx, msgs)
 	}, client.WithRebalanceInterval(time.Second), client.WithCommitInterval(time.Second),
 		client.WithQueueCacheLimits(4, 1<<20), client.WithPullBatch(4))
-	officialRecord := official.rec.handler("official")
-	officialPC := newPushConsumer(t, ns, official.group, topic, "*", func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		gate.pass()
-		return officialRecord(ctx, msgs...)
-	}, consumer.WithPullBatchSize(4), consumer.WithPullThresholdForQueue(4),
-		consumer.WithPullThresholdForTopic(4*queues)) // else it overrides the queue's threshold
+	// The official push consumer races with itself when it drops and re-adds a queue
+	// (two pull goroutines writing pushConsumer state, push_consumer.go:716), which the
+	// race detector reports: it takes part only without -race.
+	var officialPC rocketmq.PushConsumer
+	if !raceDetector {
+		sides = append(sides, official)
+		officialRecord := official.rec.handler("official")
+		officialPC = newPushConsumer(t, ns, official.group, topic, "*", func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			gate.pass()
+			return officialRecord(ctx, msgs...)
+		}, consumer.WithPullBatchSize(4), consumer.WithPullThresholdForQueue(4),
+			consumer.WithPullThresholdForTopic(4*queues)) // else it overrides the queue's threshold
+	}
 	t.Cleanup(gate.open) // registered after the consumers: runs before they close
 
 	a := send("a-", nA)
@@ -202,8 +210,12 @@ func TestFailbackToRestartedMaster(t *testing.T) {
 	// every 1 s and 5 s, the master writes the file every 5 s): nothing consumed is
 	// uncommitted when the master dies, so the window is what is consumed after.
 	haEventually(t, 30*time.Second, m.proc, func() bool {
-		return durableOffsets(t, m.dataDir, ferry.group, topic) == nA &&
-			durableOffsets(t, m.dataDir, official.group, topic) == nA
+		for _, sd := range sides {
+			if durableOffsets(t, m.dataDir, sd.group, topic) != nA {
+				return false
+			}
+		}
+		return true
 	}, "the first batch's offsets in the master's offsets file")
 	for _, sd := range sides {
 		sd.atKill = sd.deliveries()
@@ -223,7 +235,7 @@ func TestFailbackToRestartedMaster(t *testing.T) {
 		sd.doneB = time.Since(killed)
 	}
 	// Each consumer took at least nB − 64 messages from the slave.
-	require.GreaterOrEqual(t, getTotal(slave)-slaveGets, int64(2*(nB-64)), "the slave served the second batch")
+	require.GreaterOrEqual(t, getTotal(slave)-slaveGets, int64(len(sides)*(nB-64)), "the slave served the second batch")
 
 	c.startBroker(t, m) // the same listen address and data directory
 	restarted := time.Now()
@@ -237,7 +249,12 @@ func TestFailbackToRestartedMaster(t *testing.T) {
 		if time.Since(restarted) > 50*time.Second {
 			t.Logf("committed on the returned master (ferry, official): %v", positions)
 		}
-		return positions[0] >= nA+nB && positions[1] >= nA+nB
+		for _, p := range positions {
+			if p < nA+nB {
+				return false
+			}
+		}
+		return true
 	}, "both groups committed their position to the returned master")
 	for _, sd := range sides {
 		sd.atCommit = sd.deliveries()
@@ -254,13 +271,15 @@ func TestFailbackToRestartedMaster(t *testing.T) {
 		for _, sd := range sides {
 			sd.rec.waitAll(t, round, 60*time.Second, sd.name+": a probe round consumed")
 		}
-		return getTotal(slave) == s0 && getTotal(master)-m0 >= 2*queues
+		return getTotal(slave) == s0 && getTotal(master)-m0 >= int64(len(sides)*queues)
 	}, "a probe round served by the master alone")
 	back := time.Since(restarted)
 
 	// Closed here, while both brokers run (the restarted master's cleanup comes first).
 	require.NoError(t, ferryPC.Close())
-	require.NoError(t, officialPC.Shutdown())
+	if officialPC != nil {
+		require.NoError(t, officialPC.Shutdown())
+	}
 	all := append(append(append([]string(nil), a...), b...), probes...)
 	for _, sd := range sides {
 		require.Equal(t, len(all), sd.rec.distinct(all), "%s: every message consumed", sd.name)
