@@ -79,6 +79,7 @@ type producerOptions struct {
 	maxBodySize   int
 	compressOver  int
 	selector      QueueSelector
+	noFaultAvoid  bool
 }
 
 func defaultProducerOptions() producerOptions {
@@ -128,6 +129,13 @@ func WithMaxBodySize(n int) ProducerOption { return func(o *producerOptions) { o
 // WithCompressOver compresses (zlib) bodies larger than n bytes (default 4 KiB).
 func WithCompressOver(n int) ProducerOption { return func(o *producerOptions) { o.compressOver = n } }
 
+// WithoutFaultAvoidance turns off latency-based fault avoidance (on by default; see
+// fault.go): the round robin then never passes over a slow or failing broker, only the
+// broker of a retry's failed attempt.
+func WithoutFaultAvoidance() ProducerOption {
+	return func(o *producerOptions) { o.noFaultAvoid = true }
+}
+
 // WithSelector makes the producer choose queues with s (HashSelector for ordered
 // messages). Without one, the producer spreads batches round robin.
 func WithSelector(s QueueSelector) ProducerOption { return func(o *producerOptions) { o.selector = s } }
@@ -142,6 +150,7 @@ type Producer struct {
 	group string
 	opts  producerOptions
 	rr    atomic.Uint32
+	fault *faultTable // nil: fault avoidance off
 
 	mu struct {
 		sync.Mutex
@@ -164,6 +173,9 @@ func (c *Client) NewProducer(group string, opts ...ProducerOption) (*Producer, e
 		return nil, err
 	}
 	p := &Producer{c: c, group: group, opts: o}
+	if !o.noFaultAvoid {
+		p.fault = newFaultTable(time.Now)
+	}
 	p.mu.lanes = make(map[laneKey]*lane)
 	c.groups.Lock()
 	c.groups.producers[group]++
@@ -401,13 +413,19 @@ func (p *Producer) enter() bool {
 }
 
 // pickQueue chooses the queue of an attempt: the lane's own queue with a selector,
-// otherwise round robin, avoiding the broker of the previous failed attempt.
+// otherwise round robin, passing over brokers the fault table avoids (fault.go) and the
+// broker of the previous failed attempt.
 func (p *Producer) pickQueue(r *topicRoute, key laneKey, avoid string) queue {
 	if key.queue >= 0 {
 		return r.queues[int(key.queue)%len(r.queues)]
 	}
 	n := len(r.queues)
 	start := int(p.rr.Add(1))
+	for i := range n {
+		if q := r.queues[(start+i)%n]; q.broker != avoid && p.fault.available(q.broker) {
+			return q
+		}
+	}
 	for i := range n {
 		if q := r.queues[(start+i)%n]; q.broker != avoid {
 			return q
@@ -431,10 +449,14 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 			return
 		}
 	}
+	sent := time.Now()
 	p.c.invokeAsync(b.ctx, q.addr, req, func(resp *remoting.Command, err error) {
 		if err != nil {
 			var be *BrokerError
 			retriable := !errors.As(err, &be) || be.Retriable()
+			if !errors.Is(err, ErrClosed) && b.ctx.Err() == nil {
+				p.fault.update(q.broker, time.Since(sent), retriable)
+			}
 			if retriable && attempt < p.opts.retries && b.ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				b.lastBroker = q.broker
 				p.c.forgetRoute(r.topic)
@@ -448,6 +470,7 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 			p.inflight.Done()
 			return
 		}
+		p.fault.update(q.broker, time.Since(sent), false)
 		res, derr := batchResults(r, q, b, resp)
 		b.finish(res, derr)
 		p.inflight.Done()
