@@ -208,6 +208,7 @@ func restartFrom(t *testing.T, c *testutil.Cluster, edit func(*conf.BrokerConfig
 	cfg.DataDir, cfg.CommitLogSegmentSize = c.Dir, 64<<20
 	cfg.NamesrvAddrs = []string{c.NamesrvAddr}
 	cfg.Listen, cfg.AdvertisedAddr = c.BrokerAddr, c.BrokerAddr
+	cfg.HAListen = "127.0.0.1:0" // not the listen port + 1, which a client socket may hold
 	edit(&cfg)
 	var ln net.Listener
 	testutil.Eventually(t, 10*time.Second, func() bool {

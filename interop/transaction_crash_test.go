@@ -93,7 +93,12 @@ func startDecider(t *testing.T, c *testutil.Cluster) *decidingListener {
 		producer.WithGroupName("tx-kill-pg"), producer.WithInstanceName(instance("tx-decider")))
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
-	t.Cleanup(func() { _ = p.Shutdown() })
+	t.Cleanup(func() {
+		// The broker first: the Go client races with itself when a check-back arrives
+		// while it shuts down (rmqClient.Shutdown vs InvokeOneWay).
+		c.StopBroker(t)
+		_ = p.Shutdown()
+	})
 	// The Go client heartbeats only to brokers of topics it has routes for, so the broker
 	// learns of this producer (and can check it) once it has sent to the topic.
 	_, err = p.SendMessageInTransaction(context.Background(), primitive.NewMessage("TxKillTopic", []byte("warm-up")))

@@ -102,6 +102,11 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	cfg := c.cfg
 	cfg.Listen = c.BrokerAddr
 	cfg.AdvertisedAddr = c.BrokerAddr
+	if cfg.Role != conf.Slave && cfg.HAListen != "127.0.0.1:0" && !portFree(cfg.HAListen) {
+		// The previous HA port was taken meanwhile (often by a client socket: Linux hands
+		// even ports to connect): take another; slaves learn it from the name server.
+		cfg.HAListen, c.cfg.HAListen = "127.0.0.1:0", "127.0.0.1:0"
+	}
 	bo, err := launch.BrokerOptions(cfg, mmap.OSFS{}, c.log)
 	require.NoError(t, err)
 	if c.tune != nil {
@@ -114,6 +119,15 @@ func (c *Cluster) startBroker(t testing.TB, ln net.Listener) {
 	if cfg.Role != conf.Slave && c.cfg.HAListen == "127.0.0.1:0" {
 		c.cfg.HAListen = c.Broker.HAAddr() // a restart keeps the HA address slaves know
 	}
+}
+
+// portFree reports whether addr can be listened on now.
+func portFree(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	return ln.Close() == nil
 }
 
 // startBroker starts a broker with bo on ln and waits for its registration with ns
