@@ -1,11 +1,18 @@
 package client
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 func testQueues(n int) []MessageQueue {
@@ -173,5 +180,111 @@ func TestPullAddr(t *testing.T) {
 		{nil, 1, ""},
 	} {
 		require.Equal(t, c.want, pullAddr(c.addrs, c.suggested), "%v, suggested %d", c.addrs, c.suggested)
+	}
+}
+
+// memberListBroker serves GET_CONSUMER_LIST_BY_GROUP and HEART_BEAT with the answers
+// the test sets: a list code other than SUCCESS is answered with no body (SYSTEM_ERROR:
+// with Ferry's empty list); a successful heartbeat puts the client on the list unless
+// ignore is set.
+type memberListBroker struct {
+	mu struct {
+		sync.Mutex
+		list, heartbeat protocol.ResponseCode
+		members         []string
+		ignore          bool
+	}
+}
+
+func startMemberListBroker(t *testing.T) (*memberListBroker, string) {
+	t.Helper()
+	b := &memberListBroker{}
+	s, err := remoting.NewServer(remoting.DefaultServerOptions())
+	require.NoError(t, err)
+	require.NoError(t, s.Handle(int16(protocol.GetConsumerListByGroup), remoting.DefaultPool,
+		remoting.HandlerFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			resp := remoting.NewResponse(req, int16(b.mu.list), "")
+			var err error
+			switch b.mu.list {
+			case protocol.Success:
+				resp.Body, err = protocol.EncodeConsumerIDList(b.mu.members)
+			case protocol.SystemError:
+				resp.Remark = "no consumer for this group"
+				resp.Body, err = protocol.EncodeConsumerIDList(nil)
+			}
+			return resp, err
+		})))
+	require.NoError(t, s.Handle(int16(protocol.HeartBeat), remoting.DefaultPool,
+		remoting.HandlerFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			hb, err := protocol.DecodeHeartbeatData(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.mu.heartbeat == protocol.Success && !b.mu.ignore {
+				b.mu.list, b.mu.members = protocol.Success, append(b.mu.members, hb.ClientID)
+			}
+			return remoting.NewResponse(req, int16(b.mu.heartbeat), ""), nil
+		})))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, s.Start(ln))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+	})
+	return b, s.Addr().String()
+}
+
+// A rebalance takes itself for no member of the group — and drops the broker's queues —
+// only when the broker says so: it knows no consumer of the group (SYSTEM_ERROR) or
+// lists others, and still does after a heartbeat. An answer that says nothing about the
+// members (SYSTEM_BUSY, as a broker shutting down gives) or a failed heartbeat is an
+// error, and the queues are kept.
+func TestAllocateOnlyTrustsMemberLists(t *testing.T) {
+	tests := []struct {
+		name            string
+		list, heartbeat protocol.ResponseCode
+		members         []string
+		ignore          bool
+		wantMember      bool
+		wantErr         bool
+	}{
+		{name: "busy", list: protocol.SystemBusy, heartbeat: protocol.Success, wantErr: true},
+		{name: "heartbeat fails", list: protocol.SystemError, heartbeat: protocol.SystemBusy, wantErr: true},
+		{name: "registered by the heartbeat", list: protocol.SystemError, heartbeat: protocol.Success, wantMember: true},
+		{name: "others only", list: protocol.Success, heartbeat: protocol.Success, members: []string{"10.0.0.1@1"},
+			ignore: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, addr := startMemberListBroker(t)
+			b.mu.Lock()
+			b.mu.list, b.mu.heartbeat, b.mu.members, b.mu.ignore = tt.list, tt.heartbeat, tt.members, tt.ignore
+			b.mu.Unlock()
+			cl, err := New(WithNameServers("127.0.0.1:1"), WithRequestTimeout(3*time.Second))
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, cl.Close()) })
+			pc, err := cl.NewPushConsumer("cg-members", "T", "*",
+				func(context.Context, []*MessageExt) ConsumeResult { return ConsumeSuccess })
+			require.NoError(t, err)
+			qs := []readQueue{{mq: MessageQueue{Topic: "T", BrokerName: "broker-a"}, addr: addr}}
+			mine, member, err := pc.allocate(stepCtx(t), qs)
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantMember, member)
+			if tt.wantMember {
+				require.Equal(t, qs, mine)
+			} else {
+				require.Empty(t, mine)
+			}
+		})
 	}
 }

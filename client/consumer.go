@@ -393,6 +393,10 @@ type PushConsumer struct {
 		// draining holds, per dropped queue still finishing (handlers, commit, unlock), a
 		// channel closed when it is done: the queue's next processQueue waits for it.
 		draining map[MessageQueue]chan struct{}
+		// reached holds, per queue dropped after consuming, the offset its processQueue
+		// reached (the lowest message not consumed): the queue's next processQueue does
+		// not start below it (offsets.go, startOffset).
+		reached map[MessageQueue]int64
 	}
 }
 
@@ -449,6 +453,7 @@ func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc,
 	pc.brokers.Store(new([]string))
 	pc.mu.queues = make(map[MessageQueue]*processQueue)
 	pc.mu.draining = make(map[MessageQueue]chan struct{})
+	pc.mu.reached = make(map[MessageQueue]int64)
 	return pc, nil
 }
 

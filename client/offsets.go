@@ -18,9 +18,37 @@ import (
 // the file's table, written out after each round) every commit interval when it moved
 // or offsets now go to another broker (the master is back after a failover: it has not
 // seen the offsets committed to the slave), when the queue is dropped, and on Close.
+//
+// A queue keeps its processQueue, and so its position, while its broker group's
+// addresses change (the table is keyed by the MessageQueue: topic, broker name, queue
+// id). When a queue is dropped and owned again, its new processQueue never starts below
+// the offset the old one reached: the committed offset it reads may be behind it — read
+// from a slave, whose copy of the master's offsets lags by up to its metadata sync
+// interval (broker.Options.SlaveSyncInterval), or left behind by a commit that failed
+// because the broker was going away — and starting there would deliver consumed
+// messages again.
 
-// startOffset finds where q starts pulling.
+// startOffset finds where q starts pulling: the group's committed offset (storedOffset),
+// but not below the offset this consumer's previous processQueue of the queue reached.
 func (pc *PushConsumer) startOffset(q *processQueue) (int64, error) {
+	off, err := pc.storedOffset(q)
+	if err != nil {
+		return 0, err
+	}
+	pc.mu.Lock()
+	reached, ok := pc.mu.reached[q.mq]
+	pc.mu.Unlock()
+	if ok && reached > off {
+		pc.log.Info().Str("queue", q.mq.String()).Str("broker", q.addr()).Int64("offset", off).
+			Int64("reached", reached).Msg("committed offset behind what this consumer consumed; starting after it")
+		return reached, nil
+	}
+	return off, nil
+}
+
+// storedOffset reads q's committed offset; a queue without one starts where ConsumeFrom
+// says.
+func (pc *PushConsumer) storedOffset(q *processQueue) (int64, error) {
 	ctx, cancel := context.WithTimeout(q.ctx, pc.c.opts.RequestTimeout)
 	defer cancel()
 	if pc.local != nil {
@@ -147,7 +175,9 @@ func (pc *PushConsumer) commitLoop() {
 // finishDrop waits until a dropped queue's loops and handlers are done, then commits its
 // offset, so the queue's next owner starts after what this one consumed, and then (an
 // orderly consumer) releases its lock, so the next owner may start. A queue whose lock
-// was lost is neither committed nor unlocked: another member owns it already. Last, it
+// was lost is neither committed nor unlocked: another member owns it already. It
+// records the offset the queue reached (startOffset), or — a queue not committed: its
+// offset was reset, or another member owns it — forgets the one recorded. Last, it
 // closes done, letting this consumer's next processQueue of the queue start.
 func (pc *PushConsumer) finishDrop(q *processQueue, done chan struct{}, commit bool) {
 	q.pulling.Wait()
@@ -164,7 +194,14 @@ func (pc *PushConsumer) finishDrop(q *processQueue, done chan struct{}, commit b
 			}
 		}
 	}
+	reached, started := q.commitOffset()
 	pc.mu.Lock()
+	switch {
+	case !commit:
+		delete(pc.mu.reached, q.mq)
+	case started:
+		pc.mu.reached[q.mq] = reached
+	}
 	if pc.mu.draining[q.mq] == done {
 		delete(pc.mu.draining, q.mq)
 	}

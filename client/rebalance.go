@@ -23,10 +23,12 @@ import (
 // of mixed clients agree (or by consistent hashing, WithAllocation). Queues it no longer
 // owns are dropped: their pulls stop, their running handlers finish and their offsets
 // are committed (and an orderly consumer's locks released); new queues start at the
-// group's committed offsets. It runs at Start, every rebalance interval, at once when a
-// broker sends NOTIFY_CONSUMER_IDS_CHANGED, and after a second (then backing off) while a
-// route or the member list is missing. A broadcasting consumer takes every queue and
-// does not ask for the member list.
+// group's committed offsets (never below where this consumer got to, offsets.go). A
+// member list the broker could not give (no answer, or an error other than "no consumer
+// for this group") changes nothing: the consumer keeps its queues. It runs at Start,
+// every rebalance interval, at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED, and
+// after a second (then backing off) while a route or the member list is missing. A
+// broadcasting consumer takes every queue and does not ask for the member list.
 
 // readQueue is one readable queue of a topic and the addresses of its broker group.
 type readQueue struct {
@@ -239,12 +241,16 @@ func allocateAverage[Q any](queues []Q, members []string, self string) []Q {
 }
 
 // consumerIDs asks a broker for the group's members, sorted. A broker that knows none
-// answers an error code with an empty list.
+// answers SYSTEM_ERROR ("no consumer for this group"; Ferry adds an empty list): that is
+// an empty list. Any other error code — SYSTEM_BUSY from a broker shutting down, say —
+// is returned: it tells nothing about the members, and a rebalance that took it for an
+// empty group would drop every queue of the broker (as RocketMQ's clients do, the
+// rebalance keeps them instead).
 func (pc *PushConsumer) consumerIDs(ctx context.Context, addr string) ([]string, error) {
 	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.GetConsumerListByGroup,
 		&protocol.ConsumerListRequestHeader{ConsumerGroup: pc.group}))
 	var be *BrokerError
-	if err != nil && !errors.As(err, &be) {
+	if err != nil && (!errors.As(err, &be) || be.Code != protocol.SystemError) {
 		return nil, err
 	}
 	if resp == nil || len(resp.Body) == 0 {
@@ -337,7 +343,9 @@ func (pc *PushConsumer) publishBrokers(ctx context.Context, addrs []string) {
 
 // allocate returns the consumer's share of a topic's queues (broadcasting: all of
 // them). member is false when the broker does not list the consumer in the group even
-// after a heartbeat; err is set when the member list could not be read.
+// after a heartbeat; err is set when the member list could not be read, or the
+// heartbeat that should put the consumer on it failed (the broker may be going away: its
+// answer is no reason to drop the queues).
 func (pc *PushConsumer) allocate(ctx context.Context, qs []readQueue) (mine []readQueue, member bool, err error) {
 	if len(qs) == 0 || pc.opts.broadcast {
 		return qs, true, nil
@@ -347,7 +355,7 @@ func (pc *PushConsumer) allocate(ctx context.Context, qs []readQueue) (mine []re
 	ids, err := pc.consumerIDs(ctx, addr)
 	if err == nil && !slices.Contains(ids, self) {
 		// The broker has not registered us (yet, or any more): tell it and ask again.
-		if herr := pc.c.heartbeat(ctx, addr); herr == nil {
+		if err = pc.c.heartbeat(ctx, addr); err == nil {
 			ids, err = pc.consumerIDs(ctx, addr)
 		}
 	}

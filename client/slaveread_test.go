@@ -257,3 +257,92 @@ func TestPushConsumerFailsOverAndBack(t *testing.T) {
 		require.Equal(t, 1, k, "%s consumed once", b)
 	}
 }
+
+// A queue dropped and owned again starts where this consumer got to, even when the
+// committed offset it reads is behind: here the slave's, which copied its master's
+// offsets once, at its start, before the group committed anything (its sync interval is
+// an hour). The master stops after the group consumed and committed everything to it;
+// the queues are dropped (as by a rebalance that took a stopping master's answer for an
+// empty member list) and owned again from the slave, which has no offset of the group:
+// started there (ConsumeFromFirstOffset: at 0), they would deliver every message again.
+func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
+	const topic, group, queues, n = "KeepPos", "cg-keeppos", 2, 10
+	c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) {
+		o.SlaveSyncInterval = time.Hour
+	}))
+	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("keeppos"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+	require.NoError(t, cl.Admin().CreateTopic(stepCtx(t), TopicConfig{Name: topic, ReadQueues: queues, WriteQueues: queues}, Target{}))
+	s := c.StartSlave(t, nil)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		resp, err := cl.invoke(stepCtx(t), s.Addr, protocol.NewRequest(protocol.GetAllTopicConfig, nil))
+		if err != nil {
+			return false
+		}
+		w, err := protocol.DecodeTopicConfigSerializeWrapper(resp.Body)
+		_, known := w.TopicConfigTable[topic]
+		return err == nil && known
+	}, "the slave knows the topic")
+	p, err := cl.NewProducer("pg-keeppos")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	for i := range n {
+		_, err := p.Send(stepCtx(t), message.NewMessage(topic, []byte("m"+strconv.Itoa(i))))
+		require.NoError(t, err)
+	}
+	end := c.Broker.Store().CommitLog().MaxOffset()
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().DispatchedOffset() >= end },
+		"the slave has the messages")
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	pc, err := cl.NewPushConsumer(group, topic, "*", func(_ context.Context, msgs []*MessageExt) ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			got[string(m.Body)]++
+		}
+		return ConsumeSuccess
+	}, WithConsumeFrom(ConsumeFromFirstOffset), WithRebalanceInterval(time.Hour),
+		WithCommitInterval(100*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(stepCtx(t)))
+	t.Cleanup(func() { require.NoError(t, pc.Close()) })
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == n
+	}, "every message consumed")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return committedSum(t, cl, c.BrokerAddr, group, topic, queues) == n
+	}, "the offsets committed to the master")
+	require.Zero(t, committedSum(t, cl, s.Addr, group, topic, queues), "the slave's copy of the offsets is stale")
+
+	c.StopBroker(t)
+	pc.assign(pc.subs[0], nil)
+	_, err = pc.rebalance(stepCtx(t))
+	require.NoError(t, err)
+	require.Len(t, pc.Queues(), queues+1, "the topic's queues owned again (and the retry topic's)")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return committedSum(t, cl, s.Addr, group, topic, queues) == n
+	}, "the position committed to the slave")
+	// Give a queue that restarted too far back the time to pull and consume (it would
+	// have committed, and pulled the whole queue, long before this).
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		for mq, q := range pc.mu.queues {
+			if off, ok := q.commitOffset(); mq.Topic == topic && (!ok || off != s.Broker.Store().MaxOffset(topic, mq.QueueID)) {
+				return false
+			}
+		}
+		return true
+	}, "the queues at their ends")
+	mu.Lock()
+	for b, k := range got {
+		require.Equal(t, 1, k, "%s consumed once", b)
+	}
+	mu.Unlock()
+	c.RestartBroker(t) // Close unregisters the consumer from it
+}
