@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"runtime"
@@ -88,16 +89,25 @@ func BenchmarkHeaderEncodeDecode(b *testing.B) {
 // in flight on one connection, 1 KiB bodies. It reports requests/s and latency percentiles.
 func BenchmarkEcho(b *testing.B) {
 	for _, st := range []SerializeType{SerializeJSON, SerializeMsgpack} {
-		b.Run(st.String(), func(b *testing.B) { benchEcho(b, st, 64, 1024) })
+		b.Run(st.String(), func(b *testing.B) { benchEcho(b, st, 64, 1024, echoSetup{}) })
 	}
 }
 
-func benchEcho(b *testing.B, st SerializeType, inflight, bodySize int) {
+// echoSetup selects the transport benchEcho measures; the zero value is a plain port.
+type echoSetup struct {
+	server      *TLSConfig  // ServerOptions.TLS
+	client      *tls.Config // ClientOptions.TLS
+	plainViaStd bool        // serve a permissive port's plain connections on the std path
+}
+
+func benchEcho(b *testing.B, st SerializeType, inflight, bodySize int, setup echoSetup) {
 	opts := DefaultServerOptions()
+	opts.TLS = setup.server
 	s, err := NewServer(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.plainViaStd = setup.plainViaStd
 	if err := s.Handle(codeEcho, "", echo); err != nil {
 		b.Fatal(err)
 	}
@@ -115,6 +125,7 @@ func benchEcho(b *testing.B, st SerializeType, inflight, bodySize int) {
 	}()
 	copts := DefaultClientOptions()
 	copts.SerializeType = st
+	copts.TLS = setup.client
 	c, err := NewClient(copts)
 	if err != nil {
 		b.Fatal(err)

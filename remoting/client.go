@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,11 @@ type ClientOptions struct {
 	HandlerConcurrency int
 	// Logger receives connection errors.
 	Logger zerolog.Logger
+	// TLS, if set, makes the client dial TLS with this configuration, for servers in
+	// TLSPermissive or TLSEnforcing mode; nil dials plain TCP. An empty ServerName is the
+	// host of the address dialled. The official clients' TLS option is
+	// &tls.Config{InsecureSkipVerify: true}. DialTimeout bounds the handshake too.
+	TLS *tls.Config
 }
 
 // DefaultClientOptions returns options with one JSON connection per address, 3 s dial and
@@ -73,16 +79,17 @@ func (o *ClientOptions) Validate() error {
 // Client sends requests to remoting servers over multiplexed connections (standard net
 // package, so it runs everywhere) and serves the requests servers send back to it.
 type Client struct {
-	opts   ClientOptions
-	log    zerolog.Logger
-	codec  Codec
-	opaque atomic.Int32
-	nextID atomic.Uint64
-	sem    chan struct{}
-	ctx    context.Context // handed to handlers; cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // reader loops, handler goroutines, the timeout scanner
-	calls  sync.Pool      // of *pendingCall with a reusable channel
+	opts    ClientOptions
+	log     zerolog.Logger
+	codec   Codec
+	opaque  atomic.Int32
+	nextID  atomic.Uint64
+	sem     chan struct{}
+	ctx     context.Context // handed to handlers; cancelled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // reader loops, handler goroutines, the timeout scanner
+	calls   sync.Pool      // of *pendingCall with a reusable channel
+	writers sync.Pool      // of *bufio.Writer coalescing TLS writes into full records
 
 	mu struct {
 		sync.Mutex
@@ -272,8 +279,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 	if cc := slot.Load(); cc != nil && !cc.isClosed() {
 		return cc, nil
 	}
-	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := c.dial(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnClosed, addr, err)
 	}
@@ -292,6 +298,16 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 		cc.readLoop()
 	}()
 	return cc, nil
+}
+
+// dial connects to addr, with a TLS handshake when the client has a TLS configuration.
+func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	if c.opts.TLS == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := tls.Dialer{NetDialer: &d, Config: c.opts.TLS}
+	return td.DialContext(ctx, "tcp", addr)
 }
 
 // clientConn is one connection of a Client.
@@ -321,14 +337,20 @@ func newClientConn(cl *Client, nc net.Conn) *clientConn {
 	return cc
 }
 
-// flushVec writes vectors with one writev.
+// flushVec writes vectors with one writev, or through TLS in full records.
 func (cc *clientConn) flushVec(vec [][]byte) error {
 	_ = cc.nc.SetWriteDeadline(time.Now().Add(cc.cl.opts.WriteTimeout))
-	bufs := net.Buffers(vec)
-	if _, err := bufs.WriteTo(cc.nc); err != nil {
+	var err error
+	if cc.cl.opts.TLS != nil {
+		err = writeRecords(cc.nc, vec, &cc.cl.writers)
+	} else {
+		bufs := net.Buffers(vec)
+		_, err = bufs.WriteTo(cc.nc)
+	}
+	if err != nil {
 		// Only the socket: Close would wait (in out.kill) for this very flush to end.
 		// The read loop then fails and runs Close, which fails the pending calls.
-		_ = cc.nc.Close()
+		_ = closeSocket(cc.nc)
 		return fmt.Errorf("%w: %w", ErrConnClosed, err)
 	}
 	return nil
@@ -357,7 +379,7 @@ func (cc *clientConn) Close() error {
 	var err error
 	cc.closeOnce.Do(func() {
 		close(cc.done)
-		err = cc.nc.Close()
+		err = closeSocket(cc.nc)
 		cc.out.kill()
 		cc.pending.closeAll(ErrConnClosed)
 	})

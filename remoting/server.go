@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -53,6 +54,10 @@ type ServerOptions struct {
 	Logger zerolog.Logger
 	// OnClose, if set, is called once for every connection when it closes.
 	OnClose func(ch Channel)
+	// TLS, if set and not TLSDisabled, serves TLS on the port, alone (TLSEnforcing) or
+	// beside plain connections (TLSPermissive); see the package documentation. nil serves
+	// plain connections only.
+	TLS *TLSConfig
 }
 
 // DefaultMaxRequestBytes is the default server-wide bound on buffered request bytes
@@ -104,6 +109,11 @@ func (o *ServerOptions) Validate() error {
 	if !seen[DefaultPool] {
 		return fmt.Errorf("remoting: a pool named %q is required", DefaultPool)
 	}
+	if o.TLS != nil {
+		if err := o.TLS.Validate(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -127,8 +137,9 @@ type route struct {
 }
 
 // Server serves remoting requests on a netpoll reactor. Requests are decoded on the
-// connection's reactor goroutine and run on the worker pool of their code, so the requests
-// of one connection run concurrently and their responses leave as they complete.
+// connection's reactor goroutine (a TLS connection's own goroutine) and run on the worker
+// pool of their code, so the requests of one connection run concurrently and their
+// responses leave as they complete.
 type Server struct {
 	opts   ServerOptions
 	log    zerolog.Logger
@@ -149,17 +160,29 @@ type Server struct {
 	totalLimit int64        // effective MaxRequestBytes
 	refused    refusedLog
 
+	// TLS (server_std.go); all zero in TLSDisabled mode.
+	tlsMode     TLSMode
+	tlsConf     *tls.Config   // a clone of ServerOptions.TLS.Config
+	handshake   time.Duration // effective TLSConfig.HandshakeTimeout
+	stdLn       net.Listener  // the listener the std accept loop serves
+	handoff     *handoffListener
+	plainViaStd bool      // serve a TLS port's plain connections on the std path too (tests, benchmarks)
+	writers     sync.Pool // of *bufio.Writer, coalescing TLS writes into full records
+
 	mu struct {
 		sync.Mutex
-		conns map[uint64]*serverConn
+		conns     map[uint64]*serverConn
+		raw       map[uint64]net.Conn // std-path sockets: being routed, in handshake or served
+		rawSeq    uint64              // the last key given out in raw
+		rawClosed bool                // Shutdown closed raw; new sockets are refused
+		errServe  error
 	}
 	evl      netpoll.EventLoop
 	addr     net.Addr
-	wg       sync.WaitGroup // owned goroutines: serve loop, idle sweeper
+	wg       sync.WaitGroup // owned goroutines: serve loop, idle sweeper, std accept loop and connections
 	served   chan struct{}  // closed when the serve loop returns
 	stop     chan struct{}
 	shutdown sync.Once
-	errServe error
 }
 
 // NewServer validates opts and returns a Server with its worker pools ready.
@@ -178,6 +201,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.connLimit, s.totalLimit = opts.requestLimits()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = make(map[uint64]*serverConn)
+	s.mu.raw = make(map[uint64]net.Conn)
+	if s.tlsMode = opts.TLS.mode(); s.tlsMode != TLSDisabled {
+		s.tlsConf = opts.TLS.Config.Clone()
+		s.handshake = opts.TLS.handshakeTimeout()
+	}
 	for _, p := range opts.Pools {
 		s.pools[p.Name] = newWorkerPool(p, s.run)
 	}
@@ -201,38 +229,66 @@ func (s *Server) Handle(code int16, pool string, h Handler) error {
 	return nil
 }
 
-// Start serves ln in the background until Shutdown.
+// Start serves ln in the background until Shutdown. Without TLS the netpoll reactor
+// accepts and serves ln's connections; with TLS a std accept loop takes ln (server_std.go).
 func (s *Server) Start(ln net.Listener) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("remoting: server already started")
 	}
-	evl, err := netpoll.NewEventLoop(s.onRequest,
-		netpoll.WithOnPrepare(s.onPrepare),
-		netpoll.WithReadTimeout(s.opts.IdleTimeout),
-		netpoll.WithWriteTimeout(s.opts.WriteTimeout),
-	)
-	if err != nil {
-		return fmt.Errorf("remoting: event loop: %w", err)
-	}
-	s.evl = evl
 	s.addr = ln.Addr()
+	reactorLn := ln // what the netpoll reactor accepts from; nil: no reactor
+	if s.tlsMode != TLSDisabled {
+		s.stdLn, reactorLn = ln, nil
+		if s.tlsMode == TLSPermissive && !s.plainViaStd {
+			h, err := newHandoffListener(ln.Addr())
+			switch {
+			case err == nil:
+				s.handoff, reactorLn = h, h
+			case !errors.Is(err, errHandoffUnsupported):
+				return err
+			}
+		}
+	}
+	if reactorLn != nil {
+		evl, err := netpoll.NewEventLoop(s.onRequest,
+			netpoll.WithOnPrepare(s.onPrepare),
+			netpoll.WithReadTimeout(s.opts.IdleTimeout),
+			netpoll.WithWriteTimeout(s.opts.WriteTimeout),
+		)
+		if err != nil {
+			if s.handoff != nil {
+				_ = s.handoff.Close()
+			}
+			return fmt.Errorf("remoting: event loop: %w", err)
+		}
+		s.evl = evl
+	}
 	for _, p := range s.pools {
 		p.start()
 	}
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		defer close(s.served)
-		if err := evl.Serve(ln); err != nil && !s.closing.Load() {
-			s.log.Error().Err(err).Msg("serve loop ended")
-			s.errServe = err
-		}
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.sweepIdle()
-	}()
+	if s.evl != nil {
+		s.wg.Go(func() {
+			defer close(s.served)
+			if err := s.evl.Serve(reactorLn); err != nil && !s.closing.Load() {
+				s.log.Error().Err(err).Msg("serve loop ended")
+				s.setServeErr(err)
+			}
+		})
+	}
+	if s.stdLn != nil {
+		s.wg.Go(s.acceptLoop)
+	}
+	s.wg.Go(s.sweepIdle)
 	return nil
+}
+
+// setServeErr records why a serve loop ended unexpectedly; Shutdown returns it.
+func (s *Server) setServeErr(err error) {
+	s.mu.Lock()
+	if s.mu.errServe == nil {
+		s.mu.errServe = err
+	}
+	s.mu.Unlock()
 }
 
 // Addr is the listening address (valid after Start).
@@ -256,6 +312,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				err = fmt.Errorf("remoting: closing connections: %w", e)
 			}
 		}
+		if s.stdLn != nil {
+			_ = s.stdLn.Close()
+			s.closeRaw()
+		}
 		for _, c := range s.conns() {
 			_ = c.Close()
 		}
@@ -265,7 +325,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.wg.Wait()
 		if err == nil {
-			err = s.errServe
+			s.mu.Lock()
+			err = s.mu.errServe
+			s.mu.Unlock()
 		}
 	})
 	return err
@@ -314,32 +376,35 @@ func (s *Server) Channels() []Channel {
 
 type connKey struct{}
 
-// onPrepare registers a new connection.
+// onPrepare registers a new netpoll connection.
 func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
-	c := newServerConn(s, conn)
-	s.mu.Lock()
-	s.mu.conns[c.id] = c
-	s.mu.Unlock()
+	c := newServerConn(s, &netpollTransport{conn: conn}, conn.LocalAddr(), conn.RemoteAddr())
+	s.register(c)
 	_ = conn.AddCloseCallback(func(netpoll.Connection) error {
-		s.mu.Lock()
-		delete(s.mu.conns, c.id)
-		s.mu.Unlock()
-		c.closed()
-		if s.opts.OnClose != nil {
-			s.opts.OnClose(c)
-		}
+		s.connClosed(c)
 		return nil
 	})
 	return context.WithValue(context.Background(), connKey{}, c)
 }
 
-// ErrTLSNotEnabled is the reason a connection that starts a TLS handshake is closed: the
-// port speaks plain remoting frames.
-var ErrTLSNotEnabled = errors.New("remoting: TLS handshake on a plain-text port")
+// register adds a new connection to the open ones.
+func (s *Server) register(c *serverConn) {
+	s.mu.Lock()
+	s.mu.conns[c.id] = c
+	s.mu.Unlock()
+}
 
-// looksLikeTLS reports whether the first bytes of a connection are a TLS handshake record
-// (content type 22, protocol version 3.x), which as a frame length reads as ~370 MB.
-func looksLikeTLS(head []byte) bool { return len(head) >= 2 && head[0] == 0x16 && head[1] == 0x03 }
+// connClosed is a connection's close sequence: it runs once, after the connection's last
+// read (netpoll's close callback, or the end of a std connection's read loop).
+func (s *Server) connClosed(c *serverConn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c.id)
+	s.mu.Unlock()
+	c.closed()
+	if s.opts.OnClose != nil {
+		s.opts.OnClose(c)
+	}
+}
 
 // onRequest reads everything buffered on the connection, dispatching the frames it
 // completes; a partial frame stays in the connection's reader (server_read.go). It runs on

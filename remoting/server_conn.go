@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -13,10 +14,48 @@ import (
 // errAlreadyReplied is returned by Reply for a request that has been answered.
 var errAlreadyReplied = errors.New("remoting: request already answered")
 
+// transport is the socket under a serverConn: a netpoll connection read by the reactor
+// (plain connections), or a net.Conn read by a goroutine of its own (TLS connections, see
+// server_std.go). Everything above it — frame reading, the request-bytes budget, the
+// pools, Channel, the output queue, idle and close handling — is shared.
+type transport interface {
+	// writeVec writes every vector or fails. Only the output queue's flusher calls it.
+	writeVec(vec [][]byte) error
+	// close closes the socket, even one the peer has closed already; whoever reads it then
+	// runs the connection's close sequence (Server.connClosed). It may be called more than
+	// once.
+	close() error
+	// active reports whether the socket is still open.
+	active() bool
+}
+
+// netpollTransport is a connection on the netpoll reactor.
+type netpollTransport struct{ conn netpoll.Connection }
+
+// writeVec hands vectors to netpoll (large ones by reference) and writes them out.
+func (t *netpollTransport) writeVec(vec [][]byte) error {
+	w := t.conn.Writer()
+	for _, p := range vec {
+		if _, err := w.WriteBinary(p); err != nil {
+			return fmt.Errorf("%w: %w", ErrConnClosed, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConnClosed, err)
+	}
+	return nil
+}
+
+// close calls Close even when the poller has closed the connection: that marks it closed
+// by the user, which stops netpoll from calling OnRequest again for the input left unread.
+func (t *netpollTransport) close() error { return t.conn.Close() }
+
+func (t *netpollTransport) active() bool { return t.conn.IsActive() }
+
 // serverConn is one accepted connection.
 type serverConn struct {
 	srv     *Server
-	conn    netpoll.Connection
+	tr      transport
 	id      uint64
 	remote  string
 	local   string
@@ -28,7 +67,7 @@ type serverConn struct {
 
 	out outQueue
 
-	rd     frameReader // touched only by OnRequest and, after it, the close callback
+	rd     frameReader // touched only by the transport's reader and, after it, the close sequence
 	budget connBudget
 
 	idle struct { // touched only by the sweeper goroutine
@@ -37,34 +76,28 @@ type serverConn struct {
 	}
 }
 
-func newServerConn(s *Server, conn netpoll.Connection) *serverConn {
+func newServerConn(s *Server, tr transport, local, remote net.Addr) *serverConn {
 	c := &serverConn{
 		srv:     s,
-		conn:    conn,
+		tr:      tr,
 		id:      s.nextID.Add(1),
 		pending: newPendingTable(),
 	}
-	if a := conn.RemoteAddr(); a != nil {
-		c.remote = a.String()
+	if remote != nil {
+		c.remote = remote.String()
 	}
-	if a := conn.LocalAddr(); a != nil {
-		c.local = a.String()
+	if local != nil {
+		c.local = local.String()
 	}
 	c.idle.since = time.Now()
 	c.out = outQueue{codec: &s.codec, flush: c.flushVec}
 	return c
 }
 
-// flushVec hands vectors to netpoll (large ones by reference) and writes them out.
+// flushVec writes vectors through the transport and counts the activity.
 func (c *serverConn) flushVec(vec [][]byte) error {
-	w := c.conn.Writer()
-	for _, p := range vec {
-		if _, err := w.WriteBinary(p); err != nil {
-			return fmt.Errorf("%w: %w", ErrConnClosed, err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConnClosed, err)
+	if err := c.tr.writeVec(vec); err != nil {
+		return err
 	}
 	c.activity.Add(1)
 	return nil
@@ -81,15 +114,15 @@ func (c *serverConn) LocalAddr() string { return c.local }
 
 // Close implements Channel.
 func (c *serverConn) Close() error {
-	if !c.conn.IsActive() {
+	if !c.tr.active() {
 		return nil
 	}
-	return c.conn.Close()
+	return c.tr.close()
 }
 
-// closed runs once from the close callback. netpoll runs it before its own callback that
-// frees the connection's buffers, and kill waits out a flush in progress, so no write
-// touches freed buffers.
+// closed runs once from the close sequence, after the last read. netpoll runs it before
+// its own callback that frees the connection's buffers, and kill waits out a flush in
+// progress, so no write touches freed buffers.
 func (c *serverConn) closed() {
 	c.releaseAll()
 	c.out.kill()
@@ -99,7 +132,7 @@ func (c *serverConn) closed() {
 // abort logs a protocol or read error and closes the connection; nothing else is affected.
 func (c *serverConn) abort(err error, what string) error {
 	c.srv.log.Warn().Err(err).Str("remote", c.remote).Msg(what + ": closing connection")
-	_ = c.conn.Close()
+	_ = c.tr.close()
 	return err
 }
 
@@ -145,7 +178,7 @@ func (c *serverConn) replyNow(req, resp *Command) {
 
 // write queues cmd's frame on the connection (see outQueue).
 func (c *serverConn) write(cmd *Command) error {
-	if !c.conn.IsActive() {
+	if !c.tr.active() {
 		cmd.written(ErrConnClosed)
 		return ErrConnClosed
 	}

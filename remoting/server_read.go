@@ -55,9 +55,9 @@ const (
 	stateSkip                         // discarding a refused frame's body
 )
 
-// frameReader is a connection's incremental frame decoder. Only the connection's
-// OnRequest calls and, after the last of them, its close callback touch it (netpoll runs
-// them one at a time).
+// frameReader is a connection's incremental frame decoder. Only the connection's reader
+// (netpoll's OnRequest calls, or a std connection's read loop) and, after its last read,
+// the close sequence touch it.
 type frameReader struct {
 	state    readState
 	length   [LengthFieldSize]byte
@@ -81,8 +81,22 @@ type connBudget struct {
 	}
 }
 
+// frameSource is the buffered input readStep consumes: netpoll's Reader, or a std
+// connection's bufio.Reader (bufSource).
+type frameSource interface {
+	// Len is the number of bytes buffered.
+	Len() int
+	// Next returns the next n buffered bytes (n <= Len) and consumes them; they are valid
+	// until the next call.
+	Next(n int) ([]byte, error)
+	// Skip consumes the next n buffered bytes (n <= Len).
+	Skip(n int) error
+}
+
+var _ frameSource = netpoll.Reader(nil)
+
 // take copies up to len(dst) available bytes (at most readChunk) from r into dst.
-func take(r netpoll.Reader, dst []byte) (int, error) {
+func take(r frameSource, dst []byte) (int, error) {
 	k := min(len(dst), r.Len(), readChunk)
 	p, err := r.Next(k)
 	if err != nil {
@@ -93,7 +107,7 @@ func take(r netpoll.Reader, dst []byte) (int, error) {
 
 // readStep consumes some of r's buffered bytes, advancing the current frame, and
 // dispatches the frame when it is complete. An error means the connection was closed.
-func (c *serverConn) readStep(r netpoll.Reader) error {
+func (c *serverConn) readStep(r frameSource) error {
 	fr := &c.rd
 	switch fr.state {
 	case stateLength:

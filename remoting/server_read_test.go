@@ -48,7 +48,7 @@ func bigEcho(t *testing.T, opaque int32, frameLen int) []byte {
 }
 
 // smallEcho returns a whole echo request frame with a 3-byte body.
-func smallEcho(t *testing.T, opaque int32) []byte {
+func smallEcho(t testing.TB, opaque int32) []byte {
 	t.Helper()
 	var codec Codec
 	req := NewRequest(codeEcho, nil)
