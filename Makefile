@@ -15,11 +15,12 @@ build:
 	$(GO) build ./...
 
 ## test: every test with the race detector, never cached; then the tests that only mean
-## something without it: allocation counts, and the orderly-consumer interop test (the
-## official Go client's orderly consumer has a data race of its own).
+## something without it: allocation counts, and the interop tests of official-client
+## features that have data races of their own (the orderly consumer, Request(), and the
+## push consumer re-adding a queue after a failback).
 test:
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run 'Alloc|TestOrderlyConsumption' ./...
+	$(GO) test -count=1 -run 'Alloc|TestOrderlyConsumption|TestRequestReply|TestFailbackToRestartedMaster' ./...
 
 ## lint: go vet plus golangci-lint (installed at the pinned version when missing), and
 ## go vet of the examples module (its programs build against this checkout).

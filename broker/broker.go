@@ -143,6 +143,7 @@ func New(opts Options) (*Broker, error) {
 	}
 	co := remoting.DefaultClientOptions()
 	co.Logger = opts.Logger
+	co.TLS = opts.NamesrvTLS
 	nsrv, err := remoting.NewClient(co)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("broker: %w", err), b.closeParts(context.Background()), b.closeACL())
@@ -334,7 +335,12 @@ func brokerConfigProperties(o *Options) map[string]string {
 	props["traceTopicEnable"] = strconv.FormatBool(o.TraceTopicEnable)
 	props["msgTraceTopicName"] = o.MsgTraceTopicName
 	props["storeReplyMessageEnable"] = strconv.FormatBool(o.StoreReplyMessageEnable)
-	props["aclEnable"] = strconv.FormatBool(o.ACL != nil)
+	props["aclEnable"] = strconv.FormatBool(o.ACL != nil || o.ACLFile != "")
+	tlsMode := "disabled"
+	if o.TLS != nil {
+		tlsMode = o.TLS.Mode.String()
+	}
+	props["tls.server.mode"] = tlsMode
 	// Slave reads (pull.go): the ratio as configured, and the byte limit it gave.
 	props["slaveReadEnable"] = strconv.FormatBool(o.SlaveReadEnable)
 	props["accessMessageInMemoryMaxRatio"] = itoa(int64(o.AccessMessageInMemoryMaxRatio))
@@ -350,6 +356,7 @@ func (b *Broker) Start(ln net.Listener) error {
 	}
 	o := &b.opts
 	so := remoting.DefaultServerOptions()
+	so.TLS = o.TLS
 	so.MaxFrameSize = o.MaxFrameSize
 	so.MaxRequestBytes = o.MaxRequestBytes
 	so.IdleTimeout = o.IdleTimeout

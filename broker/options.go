@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/internal/delaylevel"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -153,6 +155,12 @@ type Options struct {
 	// ACLFile, when set and ACL is nil, is an accounts file the broker loads (New fails
 	// on a bad file) and re-reads when it changes (acl.Watcher, closed by Shutdown).
 	ACLFile string
+	// TLS, when set and not disabled, serves TLS on the broker's port (remoting.TLSConfig:
+	// permissive or enforcing). nil: plain only.
+	TLS *remoting.TLSConfig
+	// NamesrvTLS, when set, is the TLS configuration the broker dials its name servers
+	// (and, on a slave, its master's broker port for metadata sync) with. nil: plain.
+	NamesrvTLS *tls.Config
 	// Credentials sign the requests this broker sends to name servers (registration)
 	// and, on a slave, to its master (metadata sync), for peers with ACL on. Empty
 	// AccessKey: unsigned.

@@ -100,6 +100,7 @@ func New(opts ...Option) (*Client, error) {
 	}
 	ro := remoting.DefaultClientOptions()
 	ro.RequestTimeout, ro.Logger = o.RequestTimeout, o.Logger
+	ro.TLS = o.TLS
 	rc, err := remoting.NewClient(ro)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,10 @@ type Options struct {
 	// as servers with ACL on require. Nil: requests go unsigned. The client copies them
 	// in New.
 	Credentials *acl.Credentials
+	// TLS, when set, makes every connection — to name servers and brokers — a TLS one
+	// with this configuration, for servers with tlsMode permissive or enforcing. Nil:
+	// plain TCP.
+	TLS *tls.Config
 }
 
 // Option sets one field of Options.
@@ -60,6 +65,9 @@ func WithHeartbeat(d time.Duration) Option { return func(o *Options) { o.Heartbe
 func WithCredentials(accessKey, secretKey string) Option {
 	return func(o *Options) { o.Credentials = &acl.Credentials{AccessKey: accessKey, SecretKey: secretKey} }
 }
+
+// WithTLS connects to name servers and brokers over TLS with cfg (see Options.TLS).
+func WithTLS(cfg *tls.Config) Option { return func(o *Options) { o.TLS = cfg } }
 
 // WithLogger injects a logger.
 func WithLogger(l zerolog.Logger) Option { return func(o *Options) { o.Logger = l } }

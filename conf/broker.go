@@ -259,6 +259,33 @@ type BrokerConfig struct {
 	// SecretKey is AccessKey's secret. Default "". Key broker.secretKey, env
 	// FERRY_BROKER_SECRET_KEY.
 	SecretKey string `mapstructure:"secretKey"`
+
+	// TLSMode is what the broker's port accepts, as RocketMQ's tls.server.mode:
+	// "disabled" (plain only), "permissive" (TLS and plain on one port) or
+	// "enforcing" (TLS only). Default "disabled". Key broker.tlsMode, env
+	// FERRY_BROKER_TLS_MODE.
+	TLSMode string `mapstructure:"tlsMode"`
+	// TLSCertFile is the PEM certificate chain the broker presents. Required
+	// unless tlsMode is disabled. Default "". Key broker.tlsCertFile, env
+	// FERRY_BROKER_TLS_CERT_FILE.
+	TLSCertFile string `mapstructure:"tlsCertFile"`
+	// TLSKeyFile is the PEM private key of TLSCertFile. Default "". Key
+	// broker.tlsKeyFile, env FERRY_BROKER_TLS_KEY_FILE.
+	TLSKeyFile string `mapstructure:"tlsKeyFile"`
+	// TLSClientCAFile lists the PEM certificate authorities client
+	// certificates are verified against; empty: client certificates are not
+	// checked. Default "". Key broker.tlsClientCaFile, env
+	// FERRY_BROKER_TLS_CLIENT_CA_FILE.
+	TLSClientCAFile string `mapstructure:"tlsClientCaFile"`
+	// TLSRequireClientCert refuses TLS clients without a certificate signed by
+	// TLSClientCAFile (RocketMQ tls.server.need.client.auth=require). Default
+	// false. Key broker.tlsRequireClientCert, env
+	// FERRY_BROKER_TLS_REQUIRE_CLIENT_CERT.
+	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert"`
+	// TLSToNamesrv registers with the name servers over TLS (for name
+	// servers with tlsMode enforcing). Default false. Key
+	// broker.tlsToNamesrv, env FERRY_BROKER_TLS_TO_NAMESRV.
+	TLSToNamesrv bool `mapstructure:"tlsToNamesrv"`
 	// DelayLevels is the delay of each message delay level (level n = n-th
 	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key
 	// broker.delayLevels, env FERRY_BROKER_DELAY_LEVELS.
@@ -362,6 +389,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		TraceTopicEnable:              true,
 		MsgTraceTopicName:             "RMQ_SYS_TRACE_TOPIC",
 		StoreReplyMessageEnable:       true,
+		TLSMode:                       "disabled",
 		DelayLevels:                   DefaultDelayLevels,
 		MaxReconsumeTimes:             16,
 		TransactionTimeout:            6 * time.Second,
@@ -558,8 +586,29 @@ func (c BrokerConfig) validateMessaging() error {
 	if c.ACLEnable && c.ACLFile == "" {
 		return invalid("broker.aclFile", "must name the accounts file when broker.aclEnable is true")
 	}
+	if err := checkTLS("broker", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert); err != nil {
+		return err
+	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return invalid("broker.secretKey", "broker.accessKey and broker.secretKey go together (one is empty)")
+	}
+	return nil
+}
+
+// checkTLS validates one server's TLS settings (section is "broker" or "namesrv").
+func checkTLS(section, mode, cert, key, clientCA string, requireClientCert bool) error {
+	switch mode {
+	case "disabled":
+		return nil
+	case "permissive", "enforcing":
+	default:
+		return invalid(section+".tlsMode", "must be disabled, permissive or enforcing, got %q", mode)
+	}
+	if cert == "" || key == "" {
+		return invalid(section+".tlsCertFile", "%s.tlsCertFile and %s.tlsKeyFile are required when %s.tlsMode is %s", section, section, section, mode)
+	}
+	if requireClientCert && clientCA == "" {
+		return invalid(section+".tlsClientCaFile", "is required when %s.tlsRequireClientCert is true", section)
 	}
 	return nil
 }

@@ -46,6 +46,27 @@ type NameServerConfig struct {
 	// ACLFile is the accounts file, re-read when it changes. Required with
 	// ACLEnable. Default "". Key namesrv.aclFile, env FERRY_NAMESRV_ACL_FILE.
 	ACLFile string `mapstructure:"aclFile"`
+
+	// TLSMode is what the name server's port accepts: "disabled",
+	// "permissive" (TLS and plain) or "enforcing" (TLS only), as RocketMQ's
+	// tls.server.mode. Default "disabled". Key namesrv.tlsMode, env
+	// FERRY_NAMESRV_TLS_MODE.
+	TLSMode string `mapstructure:"tlsMode"`
+	// TLSCertFile is the PEM certificate chain presented. Required unless
+	// tlsMode is disabled. Default "". Key namesrv.tlsCertFile, env
+	// FERRY_NAMESRV_TLS_CERT_FILE.
+	TLSCertFile string `mapstructure:"tlsCertFile"`
+	// TLSKeyFile is the PEM private key of TLSCertFile. Default "". Key
+	// namesrv.tlsKeyFile, env FERRY_NAMESRV_TLS_KEY_FILE.
+	TLSKeyFile string `mapstructure:"tlsKeyFile"`
+	// TLSClientCAFile lists the PEM certificate authorities client
+	// certificates are verified against. Default "". Key
+	// namesrv.tlsClientCaFile, env FERRY_NAMESRV_TLS_CLIENT_CA_FILE.
+	TLSClientCAFile string `mapstructure:"tlsClientCaFile"`
+	// TLSRequireClientCert refuses TLS clients without a certificate signed by
+	// TLSClientCAFile. Default false. Key namesrv.tlsRequireClientCert, env
+	// FERRY_NAMESRV_TLS_REQUIRE_CLIENT_CERT.
+	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert"`
 }
 
 // DefaultNameServerConfig returns the documented defaults of the name server.
@@ -56,6 +77,7 @@ func DefaultNameServerConfig() NameServerConfig {
 		ScanInterval: 5 * time.Second,
 		MaxFrameSize: 16 * MiB,
 		IdleTimeout:  120 * time.Second,
+		TLSMode:      "disabled",
 	}
 }
 
@@ -83,6 +105,9 @@ func (c NameServerConfig) Validate() error {
 	}
 	if c.ACLEnable && c.ACLFile == "" {
 		return invalid("namesrv.aclFile", "must name the accounts file when namesrv.aclEnable is true")
+	}
+	if err := checkTLS("namesrv", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert); err != nil {
+		return err
 	}
 	return checkPositiveDuration("namesrv.idleTimeout", c.IdleTimeout)
 }

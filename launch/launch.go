@@ -4,6 +4,7 @@
 package launch
 
 import (
+	"crypto/tls"
 	"fmt"
 
 	"github.com/rs/zerolog"
@@ -13,6 +14,7 @@ import (
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/nameserver"
+	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -60,6 +62,15 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	if cfg.ACLEnable {
 		o.ACLFile = cfg.ACLFile
 	}
+	tlsConf, err := serverTLS(cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile, cfg.TLSRequireClientCert)
+	if err != nil {
+		return o, fmt.Errorf("launch: broker: %w", err)
+	}
+	o.TLS = tlsConf
+	if cfg.TLSToNamesrv {
+		// As RocketMQ's clients: encrypted, the name server's certificate not verified.
+		o.NamesrvTLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // documented (docs/security.md)
+	}
 	o.TransactionTimeout, o.TransactionCheckInterval = cfg.TransactionTimeout, cfg.TransactionCheckInterval
 	o.TransactionCheckMax = cfg.TransactionCheckMax
 	levels, err := cfg.DelayLevelDurations()
@@ -100,14 +111,35 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	return o, o.Validate()
 }
 
-// NameServerOptions maps a name-server configuration onto nameserver.Options.
-func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) nameserver.Options {
+// serverTLS loads a server's TLS setting; nil when the mode is disabled.
+func serverTLS(mode, cert, key, clientCA string, requireClientCert bool) (*remoting.TLSConfig, error) {
+	m, err := remoting.ParseTLSMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	if m == remoting.TLSDisabled {
+		return nil, nil
+	}
+	tc, err := remoting.LoadServerTLS(cert, key, clientCA, requireClientCert)
+	if err != nil {
+		return nil, err
+	}
+	return &remoting.TLSConfig{Mode: m, Config: tc}, nil
+}
+
+// NameServerOptions maps a name-server configuration onto nameserver.Options; it fails
+// when the TLS certificate or key cannot be loaded.
+func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) (nameserver.Options, error) {
 	o := nameserver.DefaultOptions()
 	o.Listen, o.BrokerExpiry, o.ScanInterval = cfg.Listen, cfg.BrokerExpiry, cfg.ScanInterval
 	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
 	if cfg.ACLEnable {
 		o.ACLFile = cfg.ACLFile
 	}
+	var err error
+	if o.TLS, err = serverTLS(cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile, cfg.TLSRequireClientCert); err != nil {
+		return o, fmt.Errorf("launch: namesrv: %w", err)
+	}
 	o.Logger = log
-	return o
+	return o, nil
 }

@@ -248,7 +248,11 @@ func TestStandaloneDefaults(t *testing.T) {
 func TestNameServerOptionsACL(t *testing.T) {
 	cfg := conf.DefaultNameServerConfig()
 	cfg.ACLFile = "/etc/ferry/plain_acl.yml"
-	require.Empty(t, NameServerOptions(cfg, zerolog.Nop()).ACLFile, "aclEnable off")
+	o, err := NameServerOptions(cfg, zerolog.Nop())
+	require.NoError(t, err)
+	require.Empty(t, o.ACLFile, "aclEnable off")
 	cfg.ACLEnable = true
-	require.Equal(t, "/etc/ferry/plain_acl.yml", NameServerOptions(cfg, zerolog.Nop()).ACLFile)
+	o, err = NameServerOptions(cfg, zerolog.Nop())
+	require.NoError(t, err)
+	require.Equal(t, "/etc/ferry/plain_acl.yml", o.ACLFile)
 }

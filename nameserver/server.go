@@ -54,6 +54,9 @@ type Options struct {
 	// and, being authenticated, may replace a registration another connection holds.
 	// nil: no access control, unless ACLFile is set.
 	ACL acl.Checker
+	// TLS, when set and not disabled, serves TLS on the port (permissive or enforcing).
+	// nil: plain only.
+	TLS *remoting.TLSConfig
 	// ACLFile, when set and ACL is nil, is an accounts file the server loads (New fails
 	// on a bad file) and re-reads when it changes; Shutdown stops the watcher.
 	ACLFile string
@@ -144,6 +147,7 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	ro := remoting.DefaultServerOptions()
+	ro.TLS = opts.TLS
 	ro.MaxFrameSize = opts.MaxFrameSize
 	ro.IdleTimeout = opts.IdleTimeout
 	ro.Logger = opts.Logger

@@ -31,6 +31,7 @@ type Cluster struct {
 	cfg         conf.BrokerConfig
 	tune        func(*store.Options)
 	brokerOpts  func(*broker.Options)
+	nsOpts      func(*nameserver.Options)
 	log         zerolog.Logger
 }
 
@@ -54,6 +55,11 @@ func WithBrokerOptions(f func(*broker.Options)) Option {
 	return func(c *Cluster) { c.brokerOpts = f }
 }
 
+// WithNameServerOptions edits the name server's options (TLS, ACL, ...).
+func WithNameServerOptions(f func(*nameserver.Options)) Option {
+	return func(c *Cluster) { c.nsOpts = f }
+}
+
 // WithLogger sends server logs to log.
 func WithLogger(log zerolog.Logger) Option {
 	return func(c *Cluster) { c.log = log }
@@ -73,6 +79,9 @@ func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	}
 	no := nameserver.DefaultOptions()
 	no.Logger = c.log
+	if c.nsOpts != nil {
+		c.nsOpts(&no)
+	}
 	ns, err := nameserver.New(no)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

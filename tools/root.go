@@ -5,12 +5,13 @@
 // Global flags: -n/--namesrv (env FERRY_NAMESRV), -o/--output, and --access-key and
 // --secret-key (env FERRY_ACCESS_KEY, FERRY_SECRET_KEY; a flag wins over its variable):
 // the ACL 1.0 account that signs every request of every command, for clusters with ACL
-// on. Every command that prints data takes -o table|json|yaml; JSON field names are stable.
+// on; --tls connects over TLS. Every command that prints data takes -o table|json|yaml; JSON field names are stable.
 // Exit status: 0 success, 1 error, 2 usage.
 package tools
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,7 @@ type env struct {
 	namesrv   string
 	output    string
 	accessKey string // ACL account; empty: requests go unsigned
+	useTLS    bool   // connect over TLS
 	secretKey string
 	out       io.Writer
 	errOut    io.Writer
@@ -73,6 +75,10 @@ func (e *env) clientOptions() []client.Option {
 	opts := []client.Option{client.WithNameServers(addrs...)}
 	if e.accessKey != "" {
 		opts = append(opts, client.WithCredentials(e.accessKey, e.secretKey))
+	}
+	if e.useTLS {
+		// As the official RocketMQ clients: encrypted, the server certificate not verified.
+		opts = append(opts, client.WithTLS(&tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true})) //nolint:gosec // documented
 	}
 	return opts
 }
@@ -151,6 +157,7 @@ func newRoot(e *env) *cobra.Command {
 	// resolveCredentials reads the variables.
 	pf.StringVar(&e.accessKey, "access-key", "", "ACL access key: sign every request with this account, for clusters with ACL on (env "+envAccessKey+")")
 	pf.StringVar(&e.secretKey, "secret-key", "", "ACL secret key of the --access-key account (env "+envSecretKey+")")
+	pf.BoolVar(&e.useTLS, "tls", false, "connect to name servers and brokers over TLS (servers with tlsMode permissive or enforcing; the certificate is not verified, as RocketMQ's clients do)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		switch e.output {
 		case "table", "json", "yaml":

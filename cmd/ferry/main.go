@@ -257,7 +257,11 @@ func flagOrEnvSetsNamesrv(cfg *conf.Config) bool {
 
 // startNameServer starts the name server on ln.
 func startNameServer(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*nameserver.Server, error) {
-	ns, err := nameserver.New(launch.NameServerOptions(cfg.NameServer, log.With().Str("server", "namesrv").Logger()))
+	nso, err := launch.NameServerOptions(cfg.NameServer, log.With().Str("server", "namesrv").Logger())
+	if err != nil {
+		return nil, err
+	}
+	ns, err := nameserver.New(nso)
 	if err != nil {
 		return nil, err
 	}
