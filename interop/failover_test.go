@@ -212,8 +212,11 @@ func TestFailoverOfficialConsumerKeepsConsumingFromSlave(t *testing.T) {
 	rec.mu.Lock()
 	dups := len(rec.all) - n
 	rec.mu.Unlock()
-	// Only what was consumed after the last offset sync may come again (the consumer
-	// kept its offsets in memory, so in practice nothing does).
-	require.LessOrEqual(t, int64(dups), max(0, int64(atStop)-syncedAtStop), "duplicates")
+	// Only what was consumed after the last offset sync may come again: what was counted
+	// at the stop beyond the synced offsets, plus what the consumer had already pulled
+	// from the master (at most a pull batch of 4 per queue) and consumed after that count,
+	// whose commits could not reach the stopped master. The consumer keeps its offsets in
+	// memory, so usually nothing comes again.
+	require.LessOrEqual(t, int64(dups), max(0, int64(atStop)-syncedAtStop)+4*queues, "duplicates")
 	t.Logf("consumed %d before the master stopped (slave had offsets for %d), %d duplicates", atStop, syncedAtStop, dups)
 }
