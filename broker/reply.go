@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -62,16 +61,9 @@ func (r *replier) handleReply(ctx context.Context, ch remoting.Channel, req *rem
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode reply header: %v", err)
 	}
-	cfg, err := r.send.sendTopic(&h)
+	queueID, err := r.send.sendQueue(&h)
 	if err != nil {
 		return nil, err
-	}
-	queueID := h.QueueID
-	if queueID < 0 {
-		queueID = rand.Int32N(max(cfg.WriteQueueNums, 1))
-	}
-	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
-		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
 	}
 	pushErr := r.push(ctx, ch, &h, queueID, req.Body)
 	resp := respond(req, protocol.Success, "")

@@ -111,16 +111,9 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode send header: %v", err)
 	}
-	cfg, err := s.sendTopic(&h)
+	queueID, err := s.sendQueue(&h)
 	if err != nil {
 		return nil, err
-	}
-	queueID := h.QueueID
-	if queueID < 0 {
-		queueID = rand.Int32N(max(cfg.WriteQueueNums, 1))
-	}
-	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
-		return nil, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
 	}
 	sc := s.getScratch()
 	defer s.putScratch(sc)
@@ -190,6 +183,23 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	}
 	rh.EncodeExt(&resp.ExtFields)
 	return resp, nil
+}
+
+// sendQueue checks the target topic (sendTopic) and returns the queue to store in: the
+// requested one, or a random writable one when the request names none (a negative id).
+func (s *sender) sendQueue(h *protocol.SendMessageRequestHeader) (int32, error) {
+	cfg, err := s.sendTopic(h)
+	if err != nil {
+		return 0, err
+	}
+	queueID := h.QueueID
+	if queueID < 0 {
+		queueID = rand.Int32N(max(cfg.WriteQueueNums, 1))
+	}
+	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
+		return 0, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
+	}
+	return queueID, nil
 }
 
 // sendTopic finds the target topic's config, creating it when the request may.
