@@ -250,7 +250,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
 	b.query = &queryHandler{store: b.store, clock: o.Clock}
 	b.admin = &adminHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
-		registerNow: b.reg.registerAll}
+		registerNow: b.reg.registerNow}
 	b.client = &clientHandler{clients: b.clients, groups: b.groups, topics: b.topics, conns: b.conns,
 		notify: notify, sql: sql, clock: o.Clock, log: b.log}
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}

@@ -47,32 +47,59 @@ func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick cha
 	}
 }
 
-// run registers at once, then every interval and on every kick, until ctx ends.
+// firstRetry is the wait before registering again after a round in which a name server
+// did not accept the registration; it doubles per failed round up to the interval, so a
+// topic created while a name server was briefly unreachable is routed within about a
+// second of it coming back, not a whole interval later.
+const firstRetry = 200 * time.Millisecond
+
+// run registers at once, then every interval, on every kick and, after a failed round,
+// on a backoff, until ctx ends.
 func (r *registrar) run(ctx context.Context) {
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
-	r.registerAll(ctx)
+	var (
+		backoff time.Duration
+		retry   <-chan time.Time
+	)
 	for {
+		if r.registerAll(ctx) {
+			backoff, retry = 0, nil
+		} else {
+			backoff = nextRetry(backoff, r.interval)
+			retry = time.After(backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-r.kick:
+		case <-retry:
 		}
-		r.registerAll(ctx)
 	}
 }
 
-// registerAll sends REGISTER_BROKER with the full topic table to every name server.
-func (r *registrar) registerAll(ctx context.Context) {
+// nextRetry is the backoff after prev: firstRetry, then doubling, never above limit.
+func nextRetry(prev, limit time.Duration) time.Duration {
+	next := max(prev*2, firstRetry)
+	return min(next, limit)
+}
+
+// registerNow is registerAll without the outcome, for handlers that register on demand.
+func (r *registrar) registerNow(ctx context.Context) { r.registerAll(ctx) }
+
+// registerAll sends REGISTER_BROKER with the full topic table to every name server and
+// reports whether every one of them accepted it.
+func (r *registrar) registerAll(ctx context.Context) bool {
 	if len(r.addrs) == 0 {
-		return
+		return true
 	}
 	body, err := protocol.EncodeRegisterBrokerBody(&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: r.topics.All()})
 	if err != nil {
 		r.log.Error().Err(err).Msg("encoding the registration body")
-		return
+		return false
 	}
+	ok := true
 	answered, master := false, ""
 	defer func() {
 		if answered && r.onMaster != nil {
@@ -87,12 +114,15 @@ func (r *registrar) registerAll(ctx context.Context) {
 		cancel()
 		switch {
 		case err != nil:
+			ok = false
 			r.log.Warn().Err(err).Str("namesrv", ns).Msg("registering with name server")
 		case resp.Code != int16(protocol.Success):
+			ok = false
 			r.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
 		default:
 			var rh protocol.RegisterBrokerResponseHeader
 			if err := rh.DecodeExt(resp.ExtFields); err != nil {
+				ok = false
 				r.log.Warn().Err(err).Str("namesrv", ns).Msg("decoding the registration answer")
 				continue
 			}
@@ -105,6 +135,7 @@ func (r *registrar) registerAll(ctx context.Context) {
 			}
 		}
 	}
+	return ok
 }
 
 // unregisterAll sends UNREGISTER_BROKER to every name server (shutdown).

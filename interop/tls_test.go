@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -23,6 +24,14 @@ import (
 // registering over TLS), the official client with WithTls(true) sends and consumes, and
 // so does Ferry's client with WithTLS; a plain client is refused.
 func TestTLSEnforcing(t *testing.T) {
+	// The official client keeps WithTls in one package-level setting shared by every client
+	// in the process: once this test's clients are shut down (cleanups run last-in
+	// first-out), put it back so the tests after this one dial in plain text.
+	t.Cleanup(func() {
+		_, err := rocketmq.NewProducer(producer.WithTls(false), producer.WithInstanceName(instance("tls-reset")),
+			producer.WithNsResolver(primitive.NewPassthroughResolver([]string{"127.0.0.1:1"})))
+		require.NoError(t, err)
+	})
 	certFile, keyFile := testutil.SelfSignedCert(t)
 	serverTLS := func() *remoting.TLSConfig {
 		cfg, err := remoting.LoadServerTLS(certFile, keyFile, "", false)
@@ -44,6 +53,12 @@ func TestTLSEnforcing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, primitive.SendOK, res.Status)
 	}
+	// The official consumer refuses to start until the name server routes its topic; the
+	// producer's first send created it and the broker registers it right after.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		_, ok := c.NameServer.Table().TopicRoute(topic)
+		return ok
+	}, "the name server routes the topic")
 	rec := newRecorder()
 	newPushConsumer(t, c, "cg-tls", topic, "*", rec.handler("tls"), consumer.WithTls(true))
 	rec.waitAll(t, want, 60*time.Second, "consumed over TLS")
