@@ -380,7 +380,14 @@ func TestGarbageOnOneConnectionLeavesOthersWorking(t *testing.T) {
 		require.NoError(t, conn.Close())
 	}
 	n := served.Load()
-	require.Eventually(t, func() bool { return served.Load() > n+100 }, 5*time.Second, time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); served.Load() <= n+100; {
+		select {
+		case err := <-errs:
+			t.Fatalf("a well-behaved connection failed: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the well-behaved connection is no longer served")
+	}
 	close(stop)
 	wg.Wait()
 	select {
