@@ -17,52 +17,56 @@ func (b *Broker) registerHandlers() error {
 	if b.opts.ACL != nil {
 		gate = acl.NewGate(b.opts.ACL, b.log)
 	}
+	// reuse marks the handlers that keep nothing of their request (they copy what they
+	// store: topic and group names into the tables, properties into the log), so the
+	// server recycles the request's frame once it has answered.
 	routes := []struct {
-		code protocol.RequestCode
-		pool string
-		h    remoting.HandlerFunc
+		code  protocol.RequestCode
+		pool  string
+		h     remoting.HandlerFunc
+		reuse bool
 	}{
-		{protocol.SendMessage, poolSend, b.send.handleSend},
-		{protocol.SendMessageV2, poolSend, b.send.handleSend},
-		{protocol.SendBatchMessage, poolSend, b.send.handleSend},
-		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack},
-		{protocol.SendReplyMessage, poolSend, reply.handleReply},
-		{protocol.SendReplyMessageV2, poolSend, reply.handleReply},
-		{protocol.PullMessage, poolPull, b.pull.handlePull},
-		{protocol.LitePullMessage, poolPull, b.pull.handlePull},
-		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat},
-		{protocol.CheckClientConfig, remoting.DefaultPool, b.client.handleCheckClientConfig},
-		{protocol.UnregisterClient, remoting.DefaultPool, b.client.handleUnregisterClient},
-		{protocol.GetConsumerListByGroup, remoting.DefaultPool, b.client.handleConsumerList},
-		{protocol.QueryConsumerOffset, remoting.DefaultPool, b.offsetH.handleQueryConsumerOffset},
-		{protocol.UpdateConsumerOffset, remoting.DefaultPool, b.offsetH.handleUpdateConsumerOffset},
-		{protocol.GetMaxOffset, remoting.DefaultPool, b.offsetH.handleGetMaxOffset},
-		{protocol.GetMinOffset, remoting.DefaultPool, b.offsetH.handleGetMinOffset},
-		{protocol.GetEarliestMsgStoretime, remoting.DefaultPool, b.offsetH.handleEarliestStoreTime},
-		{protocol.SearchOffsetByTimestamp, remoting.DefaultPool, b.offsetH.handleSearchOffset},
-		{protocol.QueryMessage, poolQuery, b.query.handleQueryMessage},
-		{protocol.ViewMessageByID, poolQuery, b.query.handleViewMessage},
-		{protocol.UpdateAndCreateTopic, poolAdmin, b.admin.handleCreateTopic},
-		{protocol.DeleteTopicInBroker, poolAdmin, b.admin.handleDeleteTopic},
-		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.admin.handleAllSubscriptionGroups},
-		{protocol.GetAllTopicConfig, poolAdmin, b.meta.handleAllTopicConfig},
-		{protocol.GetAllConsumerOffset, poolAdmin, b.meta.handleAllConsumerOffset},
-		{protocol.GetAllDelayOffset, poolAdmin, b.meta.handleAllDelayOffset},
-		{protocol.LockBatchMQ, remoting.DefaultPool, b.lock.handleLockBatch},
-		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.lock.handleUnlockBatch},
-		{protocol.EndTransaction, poolTx, b.txh.handleEndTransaction},
-		{protocol.GetTopicStatsInfo, poolAdmin, b.stats.handleTopicStats},
-		{protocol.GetConsumeStats, poolAdmin, b.stats.handleConsumeStats},
-		{protocol.GetConsumerConnectionList, poolAdmin, b.stats.handleConsumerConnections},
-		{protocol.GetProducerConnectionList, poolAdmin, b.stats.handleProducerConnections},
-		{protocol.UpdateAndCreateSubscriptionGroup, poolAdmin, b.stats.handleUpdateSubscriptionGroup},
-		{protocol.DeleteSubscriptionGroup, poolAdmin, b.stats.handleDeleteSubscriptionGroup},
-		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho},
-		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig},
-		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo},
-		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset},
-		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly},
-		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo},
+		{protocol.SendMessage, poolSend, b.send.handleSend, true},
+		{protocol.SendMessageV2, poolSend, b.send.handleSend, true},
+		{protocol.SendBatchMessage, poolSend, b.send.handleSend, true},
+		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack, false},
+		{protocol.SendReplyMessage, poolSend, reply.handleReply, false},
+		{protocol.SendReplyMessageV2, poolSend, reply.handleReply, false},
+		{protocol.PullMessage, poolPull, b.pull.handlePull, false},
+		{protocol.LitePullMessage, poolPull, b.pull.handlePull, false},
+		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat, false},
+		{protocol.CheckClientConfig, remoting.DefaultPool, b.client.handleCheckClientConfig, false},
+		{protocol.UnregisterClient, remoting.DefaultPool, b.client.handleUnregisterClient, false},
+		{protocol.GetConsumerListByGroup, remoting.DefaultPool, b.client.handleConsumerList, false},
+		{protocol.QueryConsumerOffset, remoting.DefaultPool, b.offsetH.handleQueryConsumerOffset, false},
+		{protocol.UpdateConsumerOffset, remoting.DefaultPool, b.offsetH.handleUpdateConsumerOffset, false},
+		{protocol.GetMaxOffset, remoting.DefaultPool, b.offsetH.handleGetMaxOffset, false},
+		{protocol.GetMinOffset, remoting.DefaultPool, b.offsetH.handleGetMinOffset, false},
+		{protocol.GetEarliestMsgStoretime, remoting.DefaultPool, b.offsetH.handleEarliestStoreTime, false},
+		{protocol.SearchOffsetByTimestamp, remoting.DefaultPool, b.offsetH.handleSearchOffset, false},
+		{protocol.QueryMessage, poolQuery, b.query.handleQueryMessage, false},
+		{protocol.ViewMessageByID, poolQuery, b.query.handleViewMessage, false},
+		{protocol.UpdateAndCreateTopic, poolAdmin, b.admin.handleCreateTopic, false},
+		{protocol.DeleteTopicInBroker, poolAdmin, b.admin.handleDeleteTopic, false},
+		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.admin.handleAllSubscriptionGroups, false},
+		{protocol.GetAllTopicConfig, poolAdmin, b.meta.handleAllTopicConfig, false},
+		{protocol.GetAllConsumerOffset, poolAdmin, b.meta.handleAllConsumerOffset, false},
+		{protocol.GetAllDelayOffset, poolAdmin, b.meta.handleAllDelayOffset, false},
+		{protocol.LockBatchMQ, remoting.DefaultPool, b.lock.handleLockBatch, false},
+		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.lock.handleUnlockBatch, false},
+		{protocol.EndTransaction, poolTx, b.txh.handleEndTransaction, false},
+		{protocol.GetTopicStatsInfo, poolAdmin, b.stats.handleTopicStats, false},
+		{protocol.GetConsumeStats, poolAdmin, b.stats.handleConsumeStats, false},
+		{protocol.GetConsumerConnectionList, poolAdmin, b.stats.handleConsumerConnections, false},
+		{protocol.GetProducerConnectionList, poolAdmin, b.stats.handleProducerConnections, false},
+		{protocol.UpdateAndCreateSubscriptionGroup, poolAdmin, b.stats.handleUpdateSubscriptionGroup, false},
+		{protocol.DeleteSubscriptionGroup, poolAdmin, b.stats.handleDeleteSubscriptionGroup, false},
+		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho, false},
+		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig, false},
+		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo, false},
+		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset, false},
+		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly, false},
+		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo, false},
 	}
 	for _, r := range routes {
 		if b.opts.Role == RoleSlave {
@@ -71,7 +75,11 @@ func (b *Broker) registerHandlers() error {
 		if gate != nil {
 			r.h = gate.Wrap(r.code, r.h)
 		}
-		if err := b.server.Handle(int16(r.code), r.pool, r.h); err != nil {
+		handle := b.server.Handle
+		if r.reuse {
+			handle = b.server.HandleReusingFrames
+		}
+		if err := handle(int16(r.code), r.pool, r.h); err != nil {
 			return err
 		}
 	}

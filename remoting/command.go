@@ -144,6 +144,8 @@ type Command struct {
 
 	// held is the request-bytes budget this decoded frame holds until it is answered.
 	held int64
+	// frame is the pooled buffer this decoded command points into (framepool.go), or nil.
+	frame *[]byte
 
 	// reply tracks a served request: replyPending while its handler runs, then
 	// replyDeferred or replyDone. A deferred request stays in flight until Reply.

@@ -132,8 +132,9 @@ func (o *ServerOptions) requestLimits() (conn, total int64) {
 
 // route is a registered handler and the pool that runs it.
 type route struct {
-	h    Handler
-	pool *workerPool
+	h     Handler
+	pool  *workerPool
+	reuse bool // the request's frame is recycled once answered (HandleReusingFrames)
 }
 
 // Server serves remoting requests on a netpoll reactor. Requests are decoded on the
@@ -168,6 +169,9 @@ type Server struct {
 	handoff     *handoffListener
 	plainViaStd bool      // serve a TLS port's plain connections on the std path too (tests, benchmarks)
 	writers     sync.Pool // of *bufio.Writer, coalescing TLS writes into full records
+	frames      framePool // request frame buffers (framepool.go)
+	poison      bool      // overwrite recycled frames (race builds; tests)
+	recycled    func()    // tests: called after each recycled frame
 
 	mu struct {
 		sync.Mutex
@@ -197,6 +201,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		routes: make(map[int16]route),
 		stop:   make(chan struct{}),
 		served: make(chan struct{}),
+		poison: poisonFrames,
 	}
 	s.connLimit, s.totalLimit = opts.requestLimits()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -215,6 +220,19 @@ func NewServer(opts ServerOptions) (*Server, error) {
 // Handle registers h for code on the named pool ("" = DefaultPool). It must be called
 // before Start.
 func (s *Server) Handle(code int16, pool string, h Handler) error {
+	return s.handle(code, pool, h, false)
+}
+
+// HandleReusingFrames is Handle for handlers that keep nothing of their request: once the
+// response is written, the request's frame — which its ext field values and its body
+// point into — is reused for a later request. h must answer by returning its response
+// (not through a deferred Reply), and neither it nor anything it starts may keep a string
+// or slice of the request past its return; what it stores it copies.
+func (s *Server) HandleReusingFrames(code int16, pool string, h Handler) error {
+	return s.handle(code, pool, h, true)
+}
+
+func (s *Server) handle(code int16, pool string, h Handler, reuse bool) error {
 	if s.started.Load() {
 		return errors.New("remoting: Handle after Start")
 	}
@@ -225,7 +243,7 @@ func (s *Server) Handle(code int16, pool string, h Handler) error {
 	if !ok {
 		return fmt.Errorf("remoting: unknown pool %q for code %d", pool, code)
 	}
-	s.routes[code] = route{h: h, pool: p}
+	s.routes[code] = route{h: h, pool: p, reuse: reuse}
 	return nil
 }
 
@@ -449,6 +467,9 @@ func (s *Server) dispatch(c *serverConn, cmd *Command) {
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "server is shutting down"))
 		return
 	}
+	if !rt.reuse {
+		cmd.frame = nil // the handler may keep parts of it: the collector frees it
+	}
 	s.inflight.add()
 	c.inflight.Add(1)
 	if !rt.pool.submit(task{conn: c, req: cmd, h: rt.h}) {
@@ -465,6 +486,7 @@ func (s *Server) run(t task) {
 		if req.reply.Swap(replyDone) != replyDone {
 			s.requestDone(t.conn, req)
 		}
+		s.recycle(req)
 		return
 	}
 	if err != nil {
@@ -472,11 +494,24 @@ func (s *Server) run(t task) {
 	}
 	if resp != nil {
 		_ = t.conn.Reply(req, resp)
+		s.recycle(req)
 		return
 	}
 	// Deferred: the handler answers through Reply later, or already did (then Reply has
 	// ended the request and the swap fails).
 	req.reply.CompareAndSwap(replyPending, replyDeferred)
+}
+
+// recycle returns req's frame to the pool, if it has a pooled one whose route reuses
+// frames; the handler has returned and the response is written (or queued as a copy).
+func (s *Server) recycle(req *Command) {
+	if box := req.frame; box != nil {
+		req.frame, req.ExtFields, req.Body = nil, nil, nil
+		s.frames.put(box, s.poison)
+		if s.recycled != nil {
+			s.recycled()
+		}
+	}
 }
 
 // call runs the handler, turning a panic into an error.

@@ -61,12 +61,13 @@ const (
 type frameReader struct {
 	state    readState
 	length   [LengthFieldSize]byte
-	filled   int    // bytes of length or buf filled so far
-	frameLen int    // the current frame's length field
-	buf      []byte // admitted: the frame after its length field; refused: type word + header
-	held     int64  // budget held by buf (admitted frames)
-	why      string // refused: the limit that was hit
-	skip     int    // refused: body bytes still to discard
+	filled   int     // bytes of length or buf filled so far
+	frameLen int     // the current frame's length field
+	buf      []byte  // admitted: the frame after its length field; refused: type word + header
+	held     int64   // budget held by buf (admitted frames)
+	box      *[]byte // buf's pool box (admitted frames of a pooled size), else nil
+	why      string  // refused: the limit that was hit
+	skip     int     // refused: body bytes still to discard
 }
 
 // reset prepares for the next frame.
@@ -130,7 +131,8 @@ func (c *serverConn) readStep(r frameSource) error {
 			fr.state, fr.why, fr.buf = stateRefusedHead, why, make([]byte, frameFixed-LengthFieldSize)
 			return nil
 		}
-		fr.state, fr.buf, fr.held = stateFrame, make([]byte, n), int64(n)
+		fr.state, fr.held = stateFrame, int64(n)
+		fr.buf, fr.box = c.srv.frames.get(n)
 	case stateFrame:
 		k, err := take(r, fr.buf[fr.filled:])
 		if err != nil {
@@ -139,14 +141,14 @@ func (c *serverConn) readStep(r frameSource) error {
 		if fr.filled += k; fr.filled < len(fr.buf) {
 			return nil
 		}
-		frame, held := fr.buf, fr.held
+		frame, held, box := fr.buf, fr.held, fr.box
 		fr.reset()
 		cmd, err := c.srv.codec.DecodeFrame(frame)
 		if err != nil {
 			c.releaseBytes(held)
 			return c.abort(err, "bad frame")
 		}
-		cmd.held = held
+		cmd.held, cmd.frame = held, box
 		c.activity.Add(1)
 		c.srv.dispatch(c, cmd)
 	case stateRefusedHead:

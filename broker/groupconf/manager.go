@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -71,6 +72,7 @@ func (m *Manager) FindOrCreate(group string) (cfg Config, created bool, err erro
 	if !m.opts.AutoCreateSubscriptionGroup {
 		return Config{}, false, fmt.Errorf("%w: %q", ErrNotFound, group)
 	}
+	group = strings.Clone(group) // the table keeps its own copy: the caller's may be a request's bytes
 	cfg = DefaultConfig(group)
 	cfg.RetryMaxTimes = m.opts.RetryMaxTimes
 	if err := cfg.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -183,6 +184,7 @@ func (m *Manager) AutoCreate(topic, templateTopic string, requestedQueues int) (
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return protocol.TopicConfig{}, false, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	topic = strings.Clone(topic) // the table keeps its own copy: the caller's may be a request's bytes
 	created, err = m.change(func(topics map[string]protocol.TopicConfig) (bool, error) {
 		if c, ok := topics[topic]; ok {
 			cfg = c
@@ -239,6 +241,7 @@ func (m *Manager) createGroupTopic(group, topic string, queues int) (cfg protoco
 	if err := protocol.ValidateGroup(group); err != nil {
 		return protocol.TopicConfig{}, false, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	topic = strings.Clone(topic) // the table keeps its own copy
 	cfg = protocol.TopicConfig{
 		TopicName:       topic,
 		ReadQueueNums:   int32(queues),
