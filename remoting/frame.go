@@ -65,6 +65,11 @@ type Codec struct {
 // DecodeFrame decodes the bytes that follow a frame's length field. The returned Command
 // aliases frame (its body and, where possible, its strings), so frame must not be reused.
 func (c *Codec) DecodeFrame(frame []byte) (*Command, error) {
+	return c.decodeFrameInto(frame, nil)
+}
+
+// decodeFrameInto is DecodeFrame into cmd, a zero Command (nil: a new one).
+func (c *Codec) decodeFrameInto(frame []byte, cmd *Command) (*Command, error) {
 	if len(frame) < frameFixed-LengthFieldSize {
 		return nil, fmt.Errorf("%w: %d bytes cannot hold the header length", ErrMalformedFrame, len(frame))
 	}
@@ -74,7 +79,10 @@ func (c *Codec) DecodeFrame(frame []byte) (*Command, error) {
 	if hlen > len(frame)-4 {
 		return nil, fmt.Errorf("%w: header length %d exceeds frame length %d", ErrMalformedFrame, hlen, len(frame))
 	}
-	cmd := &Command{SerializeType: st}
+	if cmd == nil {
+		cmd = new(Command)
+	}
+	cmd.SerializeType = st
 	header := frame[4 : 4+hlen]
 	var err error
 	switch st {

@@ -31,9 +31,25 @@ const (
 	poisonByte = 0xEE
 )
 
-// framePool holds reusable frame buffers by power-of-two size class.
+// framePool holds reusable frame buffers by power-of-two size class, and the Commands
+// decoded from them.
 type framePool struct {
-	classes [maxPooledClass - minPooledClass + 1]sync.Pool // of *[]byte with cap 2^(minPooledClass+i)
+	classes  [maxPooledClass - minPooledClass + 1]sync.Pool // of *[]byte with cap 2^(minPooledClass+i)
+	commands sync.Pool                                      // of *Command, zeroed
+}
+
+// command returns a zero Command.
+func (p *framePool) command() *Command {
+	if cmd, ok := p.commands.Get().(*Command); ok {
+		return cmd
+	}
+	return new(Command)
+}
+
+// putCommand zeroes cmd and keeps it for reuse.
+func (p *framePool) putCommand(cmd *Command) {
+	*cmd = Command{}
+	p.commands.Put(cmd)
 }
 
 // sizeClass returns the index of the smallest class holding n bytes, or -1 when n is

@@ -29,23 +29,24 @@ func TestSizeClasses(t *testing.T) {
 	require.Equal(t, bytes.Repeat([]byte{poisonByte}, 1024), (*box)[:1024], "poisoned when asked")
 }
 
-// A handler registered with HandleReusingFrames gets its request's frame recycled once it
-// has answered: a slice of the request it (wrongly) kept then reads poison. A handler
-// registered with Handle keeps what it kept.
-func TestRecycledFramesArePoisonedWhenAsked(t *testing.T) {
-	const codeReuse, codeKeep int16 = 1101, 1102
-	kept := make(chan []byte, 2)
+// keepingServer starts a server whose handler for code sends each request's body to kept
+// (breaking HandleReusingFrames' contract on purpose when reuse is set), with recycled
+// frames poisoned and announced on recycled; invoke sends one request of body.
+func keepingServer(t *testing.T, code int16, reuse bool) (invoke func(body []byte), kept chan []byte, recycled chan struct{}) {
+	kept, recycled = make(chan []byte, 4), make(chan struct{}, 4)
 	keep := HandlerFunc(func(_ context.Context, _ Channel, req *Command) (*Command, error) {
-		kept <- req.Body // breaks HandleReusingFrames' contract on purpose
+		kept <- req.Body
 		return NewResponse(req, CodeSuccess, ""), nil
 	})
 	s, err := NewServer(DefaultServerOptions())
 	require.NoError(t, err)
 	s.poison = true
-	recycled := make(chan struct{}, 1)
 	s.recycled = func() { recycled <- struct{}{} }
-	require.NoError(t, s.HandleReusingFrames(codeReuse, "", keep))
-	require.NoError(t, s.Handle(codeKeep, "", keep))
+	if reuse {
+		require.NoError(t, s.HandleReusingFrames(code, "", keep))
+	} else {
+		require.NoError(t, s.Handle(code, "", keep))
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, s.Start(ln))
@@ -55,18 +56,34 @@ func TestRecycledFramesArePoisonedWhenAsked(t *testing.T) {
 		require.NoError(t, s.Shutdown(ctx))
 	})
 	c := testClient(t, nil)
-	body := bytes.Repeat([]byte("m"), 700)
-	for _, code := range []int16{codeReuse, codeKeep} {
+	return func(body []byte) {
 		req := NewRequest(code, nil)
 		req.Body = body
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		resp, err := c.Invoke(ctx, s.Addr().String(), req)
-		cancel()
 		require.NoError(t, err)
 		require.Equal(t, int16(CodeSuccess), resp.Code)
-	}
-	<-recycled
-	require.Equal(t, bytes.Repeat([]byte{poisonByte}, len(body)), <-kept, "the reused frame was recycled")
-	require.Empty(t, recycled, "only the frame of the reusing route was recycled")
-	require.Equal(t, body, <-kept, "a frame of a Handle route is left alone")
+	}, kept, recycled
+}
+
+// A handler registered with HandleReusingFrames gets its request's frame recycled once it
+// has answered: a slice of the request it (wrongly) kept then reads poison.
+func TestRecycledFramesArePoisonedWhenAsked(t *testing.T) {
+	invoke, kept, recycled := keepingServer(t, 1101, true)
+	body := bytes.Repeat([]byte("m"), 700)
+	invoke(body)
+	<-recycled // after this no request runs: the test alone reads the recycled buffer
+	require.True(t, bytes.Equal(bytes.Repeat([]byte{poisonByte}, len(body)), <-kept), "the frame was recycled and poisoned")
+}
+
+// A handler registered with Handle keeps what it kept: its frames are never recycled.
+func TestFramesOfOtherRoutesAreLeftAlone(t *testing.T) {
+	invoke, kept, recycled := keepingServer(t, 1102, false)
+	first, second := bytes.Repeat([]byte("a"), 700), bytes.Repeat([]byte("b"), 700)
+	invoke(first)
+	invoke(second)
+	require.True(t, bytes.Equal(first, <-kept), "the first request's body is intact after the second")
+	require.True(t, bytes.Equal(second, <-kept))
+	require.Empty(t, recycled, "nothing was recycled")
 }

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -102,3 +103,40 @@ func FuzzJSONHeader(f *testing.F) {
 func FuzzBinaryHeader(f *testing.F) { fuzzHeader(f, SerializeRocketMQ) }
 
 func FuzzMsgpackHeader(f *testing.F) { fuzzHeader(f, SerializeMsgpack) }
+
+// FuzzJSONStringsAsEncodingJSON: the strings the JSON header decoder returns — unescaped
+// in place over the frame's bytes — equal what encoding/json (the official Go client's
+// decoder) reads, whenever it accepts them. The fuzzer writes the raw contents of a
+// remark, an ext key and two ext values (escapes, invalid UTF-8 and all).
+func FuzzJSONStringsAsEncodingJSON(f *testing.F) {
+	f.Add(`a\"b\\c\/d\n\u00e9\ud83d\ude00\u0041`, `k\u0001`, `v\u0002w`, "plain")
+	f.Add("\xff\\u0001\xfe\\ud800x", "p", "\\u0001\\u0002\xc3", `\ud800\udc00\ud800`)
+	f.Add("", "properties", `KEYS\u0001k1\u0002TAGS\u0001t\u0002UNIQ_KEY\u0001AC1\u0002`, `\t\r\b\f`)
+	f.Fuzz(func(t *testing.T, remark, key, v1, v2 string) {
+		header := `{"code":1,"remark":"` + remark + `","extFields":{"` + key + `":"` + v1 + `","z":"` + v2 + `"}}`
+		var want struct {
+			Remark    string            `json:"remark"`
+			ExtFields map[string]string `json:"extFields"`
+		}
+		if json.Unmarshal([]byte(header), &want) != nil {
+			return
+		}
+		var c Codec
+		cmd, err := c.DecodeFrame(headerOnlyFrame(SerializeJSON, []byte(header)))
+		if err != nil {
+			t.Fatalf("encoding/json reads %q, the decoder fails: %v", header, err)
+		}
+		if cmd.Remark != want.Remark {
+			t.Fatalf("remark %q, encoding/json %q", cmd.Remark, want.Remark)
+		}
+		got := cmd.ExtFields.Map()
+		for k, v := range want.ExtFields {
+			if got[k] != v {
+				t.Fatalf("ext %q = %q, encoding/json %q", k, got[k], v)
+			}
+		}
+		if len(got) != len(want.ExtFields) {
+			t.Fatalf("ext fields %q, encoding/json %q", got, want.ExtFields)
+		}
+	})
+}

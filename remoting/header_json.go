@@ -138,14 +138,18 @@ func (p *jsonParser) str() (string, error) {
 	return "", p.errorf("unterminated string")
 }
 
-// strEscaped finishes a string that contains escapes or invalid UTF-8, building a new
-// buffer. Like encoding/json (and so the official Go client), it reads each byte of
-// invalid UTF-8 as U+FFFD.
+// strEscaped finishes a string that contains escapes or invalid UTF-8. Like encoding/json
+// (and so the official Go client), it reads each byte of invalid UTF-8 as U+FFFD.
+//
+// The string is unescaped in place, over its own escaped bytes in the header (the frame
+// belongs to the decoded command, and every other string decoded from it lies outside
+// this string's span): an escape never yields more bytes than it consumed, so the write
+// position never passes the read position, and the result aliases the buffer like an
+// unescaped string. Only invalid UTF-8 grows (1 byte → 3); its first occurrence moves the
+// output to a new buffer.
 func (p *jsonParser) strEscaped(start int) (string, error) {
-	// The rest of the header bounds the unescaped string (escapes only shrink), so one
-	// allocation is enough unless invalid UTF-8 (1 byte → 3) makes it grow.
-	out := make([]byte, 0, len(p.b)-start)
-	out = append(out, p.b[start:p.i]...)
+	out := p.b[start:p.i:len(p.b)] // the prefix before the first escape is already in place
+	inPlace := true
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
@@ -154,12 +158,16 @@ func (p *jsonParser) strEscaped(start int) (string, error) {
 			if len(out) == 0 {
 				return "", nil
 			}
-			return unsafe.String(&out[0], len(out)), nil // out is this string's own, never written again
+			return unsafe.String(&out[0], len(out)), nil // never written again
 		case c < 0x20:
 			return "", p.errorf("control character in string")
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(p.b[p.i:])
 			if r == utf8.RuneError && size == 1 {
+				if inPlace {
+					out = append(make([]byte, 0, len(out)+len(p.b)-start), out...)
+					inPlace = false
+				}
 				out = utf8.AppendRune(out, utf8.RuneError)
 			} else {
 				out = append(out, p.b[p.i:p.i+size]...)

@@ -506,7 +506,7 @@ func (s *Server) run(t task) {
 // frames; the handler has returned and the response is written (or queued as a copy).
 func (s *Server) recycle(req *Command) {
 	if box := req.frame; box != nil {
-		req.frame, req.ExtFields, req.Body = nil, nil, nil
+		s.frames.putCommand(req)
 		s.frames.put(box, s.poison)
 		if s.recycled != nil {
 			s.recycled()

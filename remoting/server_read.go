@@ -143,7 +143,11 @@ func (c *serverConn) readStep(r frameSource) error {
 		}
 		frame, held, box := fr.buf, fr.held, fr.box
 		fr.reset()
-		cmd, err := c.srv.codec.DecodeFrame(frame)
+		var into *Command
+		if box != nil {
+			into = c.srv.frames.command() // recycled with the frame, as the frame is
+		}
+		cmd, err := c.srv.codec.decodeFrameInto(frame, into)
 		if err != nil {
 			c.releaseBytes(held)
 			return c.abort(err, "bad frame")
