@@ -160,6 +160,10 @@ type LitePullConsumer struct {
 		order  []*liteQueue // the order Poll visits the queues in
 		next   int          // where the next Poll starts in order
 		paused map[MessageQueue]bool
+		// reached holds, per queue dropped with auto-commit on, the offset it had polled
+		// up to: the queue's next start is never below it (findStart), as a committed
+		// offset read from a lagging slave, or one whose commit failed, may be.
+		reached map[MessageQueue]int64
 	}
 }
 
@@ -192,6 +196,7 @@ func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*Lit
 	lc.mu.subs = make(map[string]*subscription)
 	lc.mu.queues = make(map[MessageQueue]*liteQueue)
 	lc.mu.paused = make(map[MessageQueue]bool)
+	lc.mu.reached = make(map[MessageQueue]int64)
 	return lc, nil
 }
 
@@ -566,6 +571,13 @@ func (lc *LitePullConsumer) dropLocked(q *liteQueue) {
 	}
 	q.cancel()
 	if !lc.opts.manualCommit {
+		if q.started {
+			reached := q.next
+			if len(q.buf) > 0 {
+				reached = q.buf[0].QueueOffset
+			}
+			lc.mu.reached[q.mq] = reached
+		}
 		lc.wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), lc.c.opts.RequestTimeout)
 			defer cancel()
@@ -625,7 +637,8 @@ func (lc *LitePullConsumer) pullLoop(q *liteQueue) {
 }
 
 // findStart sets where q starts: the group's committed offset or, without one, where
-// WithConsumeFrom says — unless a Seek came first. It reports success.
+// WithConsumeFrom says, but not below the offset this consumer had polled up to when it
+// last dropped the queue (auto-commit) — unless a Seek came first. It reports success.
 func (lc *LitePullConsumer) findStart(ctx context.Context, q *liteQueue, gen uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, lc.c.opts.RequestTimeout)
 	defer cancel()
@@ -656,6 +669,11 @@ func (lc *LitePullConsumer) findStart(ctx context.Context, q *liteQueue, gen uin
 	}
 	lc.mu.Lock()
 	q.pullCancel = nil
+	if reached, ok := lc.mu.reached[q.mq]; ok && reached > off {
+		lc.log.Info().Str("queue", q.mq.String()).Int64("offset", off).Int64("reached", reached).
+			Msg("committed offset behind what this consumer polled; starting after it")
+		off = reached
+	}
 	if !q.started && q.gen == gen {
 		q.started, q.next = true, off
 	}

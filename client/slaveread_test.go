@@ -346,3 +346,59 @@ func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
 	mu.Unlock()
 	c.RestartBroker(t) // Close unregisters the consumer from it
 }
+
+// The lite-pull twin of TestPushConsumerRequeuedQueueKeepsPosition: with auto-commit, a
+// queue dropped and owned again from a slave whose copy of the offsets is stale starts
+// where this consumer had polled up to, not at the slave's (absent) offset, so nothing
+// polled before is polled again.
+func TestLitePullRequeuedQueueKeepsPosition(t *testing.T) {
+	const topic, group, queues, n = "LiteKeepPos", "cg-lite-keeppos", 2, 10
+	c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) {
+		o.SlaveSyncInterval = time.Hour
+	}))
+	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("lite-keeppos"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+	require.NoError(t, cl.Admin().CreateTopic(stepCtx(t), TopicConfig{Name: topic, ReadQueues: queues, WriteQueues: queues}, Target{}))
+	s := c.StartSlave(t, nil)
+	p, err := cl.NewProducer("pg-lite-keeppos")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	for i := range n {
+		_, err := p.Send(stepCtx(t), message.NewMessage(topic, []byte("m"+strconv.Itoa(i))))
+		require.NoError(t, err)
+	}
+	end := c.Broker.Store().CommitLog().MaxOffset()
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().DispatchedOffset() >= end },
+		"the slave has the messages")
+
+	lc := newLite(t, cl, group, WithConsumeFrom(ConsumeFromFirstOffset), WithRebalanceInterval(time.Hour),
+		WithCommitInterval(100*time.Millisecond))
+	require.NoError(t, lc.Subscribe(topic, "*"))
+	require.NoError(t, lc.Start(stepCtx(t)))
+	require.Len(t, pollN(t, lc, n, defaultPollBatch), n)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return committedSum(t, cl, c.BrokerAddr, group, topic, queues) == n
+	}, "the offsets committed to the master")
+	require.Zero(t, committedSum(t, cl, s.Addr, group, topic, queues), "the slave's copy of the offsets is stale")
+
+	c.StopBroker(t)
+	lc.mu.Lock()
+	lc.applyLocked(func(mq MessageQueue) bool { return mq.Topic == topic }, nil) // as a rebalance that saw no members
+	lc.mu.Unlock()
+	_, err = lc.rebalance(stepCtx(t))
+	require.NoError(t, err)
+	require.Len(t, lc.Assignment(), queues, "the queues owned again")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		for _, q := range lc.mu.order {
+			if !q.started || q.next != s.Broker.Store().MaxOffset(topic, q.mq.QueueID) {
+				return false
+			}
+		}
+		return true
+	}, "the queues started at their ends")
+	require.Empty(t, lc.Poll(stepCtx(t), 200*time.Millisecond), "nothing polled twice")
+	c.RestartBroker(t) // Close unregisters the consumer from it
+}
