@@ -99,8 +99,9 @@ type BrokerConfig struct {
 	// --namesrv-addr.
 	NamesrvAddrs []string `mapstructure:"namesrvAddrs"`
 	// RegisterInterval is the period of re-registration with the name
-	// servers; it must be shorter than their broker expiry (120 s). Default
-	// 30s. Key broker.registerInterval, env FERRY_BROKER_REGISTER_INTERVAL.
+	// servers; it must be shorter than their broker expiry (120 s). A round a
+	// name server did not accept is retried sooner (200 ms, doubling up to
+	// this interval). Default 30s. Key broker.registerInterval, env FERRY_BROKER_REGISTER_INTERVAL.
 	RegisterInterval time.Duration `mapstructure:"registerInterval"`
 	// MaxFrameSize is the largest remoting frame accepted, in bytes; it must
 	// leave 64 KiB beyond MaxMessageSize for headers. Default 16MiB. Key

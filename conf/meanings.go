@@ -20,7 +20,7 @@ func keyMeanings() map[string]string {
 		"broker.listen":           "client-facing address (empty host = every interface, port 0 = any)",
 		"broker.advertisedAddr":   "host:port put in message ids and routes; empty = broker.listen",
 		"broker.namesrvAddrs":     "name servers the broker registers with",
-		"broker.registerInterval": "period of re-registration; shorter than namesrv.brokerExpiry",
+		"broker.registerInterval": "re-registration period (failures retried sooner); below namesrv.brokerExpiry",
 		"broker.maxFrameSize":     "largest remoting frame accepted; at least maxMessageSize + 64KiB",
 		"broker.maxRequestBytes":  "request bytes held at once on all connections; more is SYSTEM_BUSY",
 		"broker.idleTimeout":      "a connection silent for this long is closed",
