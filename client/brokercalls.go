@@ -118,6 +118,13 @@ func (pc *PushConsumer) resetOffsets(topic string, table map[protocol.MessageQue
 		}
 		n++
 	}
+	for mq := range table {
+		if mq.Topic == topic {
+			// A queue owned again later starts at the reset offset, not at the floor of
+			// what this consumer had reached before (offsets.go, startOffset).
+			delete(pc.mu.reached, MessageQueue(mq))
+		}
+	}
 	return n
 }
 

@@ -402,3 +402,30 @@ func TestLitePullRequeuedQueueKeepsPosition(t *testing.T) {
 	require.Empty(t, lc.Poll(stepCtx(t), 200*time.Millisecond), "nothing polled twice")
 	c.RestartBroker(t) // Close unregisters the consumer from it
 }
+
+// An offset reset from the broker also clears the floor of what the consumer had reached
+// in the reset queues, owned or not: a queue owned again later starts at the reset offset.
+func TestOffsetResetClearsReachedFloor(t *testing.T) {
+	const topic, group = "ResetFloor", "cg-reset-floor"
+	c := testutil.StartCluster(t)
+	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("reset-floor"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+	require.NoError(t, cl.Admin().CreateTopic(stepCtx(t), TopicConfig{Name: topic, ReadQueues: 2, WriteQueues: 2}, Target{}))
+	pc, err := cl.NewPushConsumer(group, topic, "*", func(context.Context, []*MessageExt) ConsumeResult { return ConsumeSuccess },
+		WithRebalanceInterval(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(stepCtx(t)))
+	t.Cleanup(func() { require.NoError(t, pc.Close()) })
+
+	unowned := MessageQueue{Topic: topic, BrokerName: "elsewhere", QueueID: 7}
+	other := MessageQueue{Topic: "OtherTopic", BrokerName: "elsewhere", QueueID: 0}
+	pc.mu.Lock()
+	pc.mu.reached[unowned], pc.mu.reached[other] = 99, 42
+	pc.mu.Unlock()
+	pc.resetOffsets(topic, map[protocol.MessageQueue]int64{protocol.MessageQueue(unowned): 3, protocol.MessageQueue(other): 5})
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	require.NotContains(t, pc.mu.reached, unowned, "the reset queue's floor is gone")
+	require.Equal(t, int64(42), pc.mu.reached[other], "a queue of another topic in the table keeps its floor: the reset names one topic")
+}
