@@ -26,7 +26,8 @@ import (
 // from a slave, whose copy of the master's offsets lags by up to its metadata sync
 // interval (broker.Options.SlaveSyncInterval), or left behind by a commit that failed
 // because the broker was going away — and starting there would deliver consumed
-// messages again.
+// messages again. An offset reset from the broker clears that floor for the queues it
+// names, owned or not.
 
 // startOffset finds where q starts pulling: the group's committed offset (storedOffset),
 // but not below the offset this consumer's previous processQueue of the queue reached.
