@@ -162,7 +162,9 @@ type LitePullConsumer struct {
 		paused map[MessageQueue]bool
 		// reached holds, per queue dropped with auto-commit on, the offset it had polled
 		// up to: the queue's next start is never below it (findStart), as a committed
-		// offset read from a lagging slave, or one whose commit failed, may be.
+		// offset read from a lagging slave, or one whose commit failed, may be. It is
+		// used once: a later replay (another member's Seek, an admin reset while this
+		// consumer did not own the queue) is not skipped at the queue's second return.
 		reached map[MessageQueue]int64
 	}
 }
@@ -669,7 +671,9 @@ func (lc *LitePullConsumer) findStart(ctx context.Context, q *liteQueue, gen uin
 	}
 	lc.mu.Lock()
 	q.pullCancel = nil
-	if reached, ok := lc.mu.reached[q.mq]; ok && reached > off {
+	reached, ok := lc.mu.reached[q.mq]
+	delete(lc.mu.reached, q.mq) // a floor spans one gap in ownership, no more
+	if ok && reached > off {
 		lc.log.Info().Str("queue", q.mq.String()).Int64("offset", off).Int64("reached", reached).
 			Msg("committed offset behind what this consumer polled; starting after it")
 		off = reached

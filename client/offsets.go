@@ -38,6 +38,7 @@ func (pc *PushConsumer) startOffset(q *processQueue) (int64, error) {
 	}
 	pc.mu.Lock()
 	reached, ok := pc.mu.reached[q.mq]
+	delete(pc.mu.reached, q.mq) // a floor spans one gap in ownership, no more
 	pc.mu.Unlock()
 	if ok && reached > off {
 		pc.log.Info().Str("queue", q.mq.String()).Str("broker", q.addr()).Int64("offset", off).

@@ -400,6 +400,9 @@ func TestLitePullRequeuedQueueKeepsPosition(t *testing.T) {
 		return true
 	}, "the queues started at their ends")
 	require.Empty(t, lc.Poll(stepCtx(t), 200*time.Millisecond), "nothing polled twice")
+	lc.mu.Lock()
+	require.Empty(t, lc.mu.reached, "each floor used once: a later replay of the queue is not skipped")
+	lc.mu.Unlock()
 	c.RestartBroker(t) // Close unregisters the consumer from it
 }
 

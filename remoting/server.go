@@ -226,8 +226,10 @@ func (s *Server) Handle(code int16, pool string, h Handler) error {
 // HandleReusingFrames is Handle for handlers that keep nothing of their request: once the
 // response is written, the request's frame — which its ext field values and its body
 // point into — is reused for a later request. h must answer by returning its response
-// (not through a deferred Reply), and neither it nor anything it starts may keep a string
-// or slice of the request past its return; what it stores it copies.
+// (not through a deferred Reply), its response must not point into the request (a body of
+// 4 KiB or more, or a BodyVec, is written by reference, possibly after the frame was
+// reused), and neither it nor anything it starts may keep a string or slice of the
+// request past its return; what it stores it copies.
 func (s *Server) HandleReusingFrames(code int16, pool string, h Handler) error {
 	return s.handle(code, pool, h, true)
 }
@@ -503,7 +505,8 @@ func (s *Server) run(t task) {
 }
 
 // recycle returns req's frame to the pool, if it has a pooled one whose route reuses
-// frames; the handler has returned and the response is written (or queued as a copy).
+// frames; the handler has returned and its response is queued (its header copied, its
+// body not pointing into the request, as HandleReusingFrames requires).
 func (s *Server) recycle(req *Command) {
 	if box := req.frame; box != nil {
 		s.frames.putCommand(req)
