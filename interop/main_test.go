@@ -76,18 +76,64 @@ func newPushConsumer(t *testing.T, c *testutil.Cluster, group, topic, expr strin
 // newSelectorConsumer starts an official push consumer subscribed to topic with sel.
 func newSelectorConsumer(t *testing.T, c *testutil.Cluster, group, topic string, sel consumer.MessageSelector, h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
+	bc := &balancedConsumer{allocated: make(chan struct{}, 16)}
 	all := append([]consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
 		consumer.WithGroupName(group),
 		consumer.WithInstance(instance("c")),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithStrategy(bc.allocate), // a test's own WithStrategy replaces it
 	}, opts...)
 	pc, err := rocketmq.NewPushConsumer(all...)
 	require.NoError(t, err)
+	bc.PushConsumer = pc
 	require.NoError(t, pc.Subscribe(topic, sel, h))
 	require.NoError(t, pc.Start())
-	t.Cleanup(func() { _ = pc.Shutdown() }) // Shutdown is idempotent; tests may stop it earlier
-	return pc
+	t.Cleanup(func() { _ = bc.Shutdown() }) // Shutdown is idempotent; tests may stop it earlier
+	return bc
+}
+
+// startBalanceWait bounds how long a balancedConsumer's Shutdown waits for its start
+// rebalance.
+const startBalanceWait = 2 * time.Second
+
+// balancedConsumer is an official push consumer whose Shutdown first waits (at most
+// startBalanceWait) until the rebalance its Start launched has allocated the queues of
+// both subscriptions, the topic and the group's retry topic. That goroutine reads a flag
+// of the client's that Shutdown writes without synchronisation (rmqClient.close): a data
+// race inside the official client, which the race detector reports when a test ends
+// within milliseconds of starting a consumer. The allocation call orders those reads
+// before Shutdown.
+type balancedConsumer struct {
+	rocketmq.PushConsumer
+	allocated chan struct{} // a value per allocation (extra ones dropped)
+	once      sync.Once
+}
+
+// allocate is the consumer's strategy: AllocateByAveragely, announced on allocated.
+func (c *balancedConsumer) allocate(group, id string, mqs []*primitive.MessageQueue, ids []string) []*primitive.MessageQueue {
+	defer func() {
+		select {
+		case c.allocated <- struct{}{}:
+		default:
+		}
+	}()
+	return consumer.AllocateByAveragely(group, id, mqs, ids)
+}
+
+// Shutdown waits for the start rebalance (once), then shuts the consumer down.
+func (c *balancedConsumer) Shutdown() error {
+	c.once.Do(func() {
+		deadline := time.After(startBalanceWait)
+		for range 2 {
+			select {
+			case <-c.allocated:
+			case <-deadline:
+				return
+			}
+		}
+	})
+	return c.PushConsumer.Shutdown()
 }
 
 func TestSendAndConsumeWithOfficialClient(t *testing.T) {
