@@ -269,6 +269,16 @@ func (s *Server) Start(ln net.Listener) error {
 			}
 		}
 	}
+	var ownLn *reactorListener // our wrapper of a plain TCP listener (reactorln_linux.go)
+	if reactorLn == ln {
+		rl, ok, err := newReactorListener(ln)
+		if err != nil {
+			return err
+		}
+		if ok {
+			ownLn, reactorLn = rl, rl
+		}
+	}
 	if reactorLn != nil {
 		evl, err := netpoll.NewEventLoop(s.onRequest,
 			netpoll.WithOnPrepare(s.onPrepare),
@@ -278,6 +288,9 @@ func (s *Server) Start(ln net.Listener) error {
 		if err != nil {
 			if s.handoff != nil {
 				_ = s.handoff.Close()
+			}
+			if ownLn != nil {
+				_ = ownLn.closeDup() // the duplicate only: ln stays the caller's
 			}
 			return fmt.Errorf("remoting: event loop: %w", err)
 		}

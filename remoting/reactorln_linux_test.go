@@ -1,0 +1,76 @@
+//go:build linux
+
+package remoting
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The reactor's listener accepts non-blocking, close-on-exec sockets with the peer's
+// address, says "nothing" when nothing is pending, and closes both descriptors once: the
+// caller's listener is closed with it, and a descriptor opened after Close (which may
+// reuse the duplicate's number) is left alone by a second Close.
+func TestReactorListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	rl, ok, err := newReactorListener(ln)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, ln.Addr(), rl.Addr())
+
+	c, err := rl.Accept()
+	require.NoError(t, err)
+	require.Nil(t, c, "nothing pending: netpoll's (nil, nil)")
+
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer peer.Close()
+	var got net.Conn
+	for deadline := time.Now().Add(5 * time.Second); got == nil; {
+		require.True(t, time.Now().Before(deadline), "the connection is accepted")
+		got, err = rl.Accept()
+		require.NoError(t, err)
+		if got == nil {
+			time.Sleep(time.Millisecond) // polling a non-blocking accept
+		}
+	}
+	hc := got.(*handoffConn)
+	require.Equal(t, peer.LocalAddr().String(), hc.RemoteAddr().String())
+	fdFlags, err := fcntl(hc.fd, syscall.F_GETFD)
+	require.NoError(t, err)
+	require.NotZero(t, fdFlags&syscall.FD_CLOEXEC, "close-on-exec")
+	flFlags, err := fcntl(hc.fd, syscall.F_GETFL)
+	require.NoError(t, err)
+	require.NotZero(t, flFlags&syscall.O_NONBLOCK, "non-blocking")
+	require.NoError(t, hc.Close())
+
+	dup := rl.fd
+	require.NoError(t, rl.Close())
+	_, err = ln.Accept()
+	require.ErrorIs(t, err, net.ErrClosed, "the caller's listener is closed with it")
+	var p [2]int
+	require.NoError(t, syscall.Pipe(p[:])) // likely takes the duplicate's freed number
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	require.NoError(t, rl.Close(), "a second Close is a no-op")
+	for _, fd := range p {
+		_, err := fcntl(fd, syscall.F_GETFD)
+		require.NoError(t, err, "descriptor %d (the duplicate was %d) still open", fd, dup)
+	}
+	_, err = rl.Accept()
+	require.True(t, errors.Is(err, net.ErrClosed), "accepting after Close: %v", err)
+}
+
+func fcntl(fd, cmd int) (int, error) {
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), uintptr(cmd), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
+}
