@@ -258,19 +258,15 @@ func TestPushConsumerFailsOverAndBack(t *testing.T) {
 	}
 }
 
-// A queue dropped and owned again starts where this consumer got to, even when the
-// committed offset it reads is behind: here the slave's, which copied its master's
-// offsets once, at its start, before the group committed anything (its sync interval is
-// an hour). The master stops after the group consumed and committed everything to it;
-// the queues are dropped (as by a rebalance that took a stopping master's answer for an
-// empty member list) and owned again from the slave, which has no offset of the group:
-// started there (ConsumeFromFirstOffset: at 0), they would deliver every message again.
-func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
-	const topic, group, queues, n = "KeepPos", "cg-keeppos", 2, 10
+// staleSlaveSetup starts a cluster whose slave copies its master's consumer offsets only
+// once, at its start (sync interval: an hour), a client of it, and topic with queues
+// queues holding n messages, which the slave has too.
+func staleSlaveSetup(t *testing.T, topic string, queues int32, n int) (*testutil.Cluster, *Client, *testutil.Slave) {
+	t.Helper()
 	c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) {
 		o.SlaveSyncInterval = time.Hour
 	}))
-	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("keeppos"))
+	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("stale-"+topic))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cl.Close()) })
 	require.NoError(t, cl.Admin().CreateTopic(stepCtx(t), TopicConfig{Name: topic, ReadQueues: queues, WriteQueues: queues}, Target{}))
@@ -284,7 +280,7 @@ func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
 		_, known := w.TopicConfigTable[topic]
 		return err == nil && known
 	}, "the slave knows the topic")
-	p, err := cl.NewProducer("pg-keeppos")
+	p, err := cl.NewProducer("pg-" + topic)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	for i := range n {
@@ -294,6 +290,19 @@ func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
 	end := c.Broker.Store().CommitLog().MaxOffset()
 	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().DispatchedOffset() >= end },
 		"the slave has the messages")
+	return c, cl, s
+}
+
+// A queue dropped and owned again starts where this consumer got to, even when the
+// committed offset it reads is behind: here the slave's, which copied its master's
+// offsets once, at its start, before the group committed anything (its sync interval is
+// an hour). The master stops after the group consumed and committed everything to it;
+// the queues are dropped (as by a rebalance that took a stopping master's answer for an
+// empty member list) and owned again from the slave, which has no offset of the group:
+// started there (ConsumeFromFirstOffset: at 0), they would deliver every message again.
+func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
+	const topic, group, queues, n = "KeepPos", "cg-keeppos", 2, 10
+	c, cl, s := staleSlaveSetup(t, topic, queues, n)
 
 	var mu sync.Mutex
 	got := map[string]int{}
@@ -353,24 +362,7 @@ func TestPushConsumerRequeuedQueueKeepsPosition(t *testing.T) {
 // polled before is polled again.
 func TestLitePullRequeuedQueueKeepsPosition(t *testing.T) {
 	const topic, group, queues, n = "LiteKeepPos", "cg-lite-keeppos", 2, 10
-	c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) {
-		o.SlaveSyncInterval = time.Hour
-	}))
-	cl, err := New(WithNameServers(c.NamesrvAddr), WithRequestTimeout(3*time.Second), WithInstanceName("lite-keeppos"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cl.Close()) })
-	require.NoError(t, cl.Admin().CreateTopic(stepCtx(t), TopicConfig{Name: topic, ReadQueues: queues, WriteQueues: queues}, Target{}))
-	s := c.StartSlave(t, nil)
-	p, err := cl.NewProducer("pg-lite-keeppos")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	for i := range n {
-		_, err := p.Send(stepCtx(t), message.NewMessage(topic, []byte("m"+strconv.Itoa(i))))
-		require.NoError(t, err)
-	}
-	end := c.Broker.Store().CommitLog().MaxOffset()
-	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().DispatchedOffset() >= end },
-		"the slave has the messages")
+	c, cl, s := staleSlaveSetup(t, topic, queues, n)
 
 	lc := newLite(t, cl, group, WithConsumeFrom(ConsumeFromFirstOffset), WithRebalanceInterval(time.Hour),
 		WithCommitInterval(100*time.Millisecond))
@@ -386,7 +378,7 @@ func TestLitePullRequeuedQueueKeepsPosition(t *testing.T) {
 	lc.mu.Lock()
 	lc.applyLocked(func(mq MessageQueue) bool { return mq.Topic == topic }, nil) // as a rebalance that saw no members
 	lc.mu.Unlock()
-	_, err = lc.rebalance(stepCtx(t))
+	_, err := lc.rebalance(stepCtx(t))
 	require.NoError(t, err)
 	require.Len(t, lc.Assignment(), queues, "the queues owned again")
 	testutil.Eventually(t, 10*time.Second, func() bool {

@@ -3,7 +3,6 @@ package remoting
 import (
 	"bytes"
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -47,14 +46,7 @@ func keepingServer(t *testing.T, code int16, reuse bool) (invoke func(body []byt
 	} else {
 		require.NoError(t, s.Handle(code, "", keep))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	runServer(t, s, nil)
 	c := testClient(t, nil)
 	return func(body []byte) {
 		req := NewRequest(code, nil)

@@ -63,15 +63,24 @@ func testServer(t *testing.T, mutate func(*ServerOptions), handlers map[int16]Ha
 		}
 		require.NoError(t, s.Handle(code, pool, h))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	runServer(t, s, nil)
+	return s
+}
+
+// runServer starts s on ln (nil: a loopback port) and shuts it down at cleanup.
+func runServer(t *testing.T, s *Server, ln net.Listener) {
+	t.Helper()
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+	}
 	require.NoError(t, s.Start(ln))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		require.NoError(t, s.Shutdown(ctx))
 	})
-	return s
 }
 
 func testClient(t *testing.T, mutate func(*ClientOptions)) *Client {

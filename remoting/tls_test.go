@@ -136,16 +136,7 @@ func startServer(t *testing.T, ln net.Listener, mutate func(*ServerOptions), via
 	for code, h := range handlers {
 		require.NoError(t, s.Handle(code, "", h))
 	}
-	if ln == nil {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-	}
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	runServer(t, s, ln)
 	return s
 }
 
