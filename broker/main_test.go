@@ -4,15 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
-// TestMain fails the package's tests if any of them leaves a goroutine running.
-// TestMain checks for leaked goroutines; the ignored ones are netpoll's pollers, which an
-// in-process broker (stats_test.go) starts once per process and never stops.
+// TestMain fails the package's tests if any of them leaves a goroutine running; netpoll's
+// pollers, which an in-process broker starts once per process, may stay.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"))
+	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }

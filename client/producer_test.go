@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ferrymq/ferry/internal/leaktest"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -21,11 +22,7 @@ import (
 // TestMain checks that the client leaves no goroutine behind; the ignored ones are the
 // in-process broker's netpoll pollers, started once per process and never stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"))
+	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }
 
 func newTestClient(t *testing.T, c *testutil.Cluster) *Client {

@@ -8,6 +8,8 @@ import (
 	jsoniter "github.com/json-iterator/go"
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
 func TestMain(m *testing.M) {
@@ -22,17 +24,13 @@ func TestMain(m *testing.M) {
 // watching for shutdown before they notice it and return.
 func leakOptions() []goleak.Option {
 	const rmqClientStart = "github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1."
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"),
+	return leaktest.Netpoll(
 		goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-		goleak.IgnoreAnyFunction(rmqClientStart + "1"),
-		goleak.IgnoreAnyFunction(rmqClientStart + "2"),
-		goleak.IgnoreAnyFunction(rmqClientStart + "3"),
-		goleak.IgnoreAnyFunction(rmqClientStart + "4"),
-	}
+		goleak.IgnoreAnyFunction(rmqClientStart+"1"),
+		goleak.IgnoreAnyFunction(rmqClientStart+"2"),
+		goleak.IgnoreAnyFunction(rmqClientStart+"3"),
+		goleak.IgnoreAnyFunction(rmqClientStart+"4"),
+	)
 }
 
 // goRoute mirrors what the official Go client fills when it parses a route

@@ -19,20 +19,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, netpollGoroutines()...)
-}
-
-// netpollGoroutines are the process-wide pollers netpoll starts once and never stops.
-func netpollGoroutines() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"),
-	}
+	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }
 
 const (

@@ -28,6 +28,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client certificate,
@@ -581,7 +583,7 @@ func TestTLSClientCertificate(t *testing.T) {
 // or hang up at once are closed (within the handshake timeout), others are unaffected,
 // and nothing is left behind: no tracked socket, no connection, no goroutine.
 func TestPermissiveGarbageIsClosedWithoutLeaks(t *testing.T) {
-	ignore := append(netpollGoroutines(), goleak.IgnoreCurrent())
+	ignore := leaktest.Netpoll(goleak.IgnoreCurrent())
 	pki := newTestPKI(t)
 	opts := DefaultServerOptions()
 	opts.Logger = zerolog.Nop()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ferrymq/ferry/internal/leaktest"
 	"github.com/ferrymq/ferry/testutil"
 )
 
@@ -28,11 +29,7 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(binDir)
 	}
 	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-			goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-			goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-			goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask")); err != nil {
+		if err := goleak.Find(leaktest.Netpoll()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

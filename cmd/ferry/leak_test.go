@@ -4,15 +4,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
 // TestMain fails the package's tests if any of them leaves a goroutine running (the pprof
 // server's serving goroutine among them); the ignored ones are netpoll's pollers, which
 // an in-process server starts once per process and never stops.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run"),
-		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
-		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.runTask"))
+	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }
