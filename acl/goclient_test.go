@@ -74,6 +74,7 @@ func (o *oracleServer) serve(_ context.Context, ch remoting.Channel, req *remoti
 	o.mu.Lock()
 	_, token := req.ExtFields.Get(FieldSecurityToken)
 	o.seen = append(o.seen, checked{req.Code, cerr, token})
+	n := len(o.seen)
 	o.mu.Unlock()
 	if cerr != nil {
 		return remoting.NewResponse(req, int16(protocol.NoPermission), cerr.Error()), nil
@@ -88,7 +89,7 @@ func (o *oracleServer) serve(_ context.Context, ch remoting.Channel, req *remoti
 		return resp, err
 	case protocol.SendMessage, protocol.SendMessageV2:
 		resp := remoting.NewResponse(req, int16(protocol.Success), "")
-		resp.ExtFields = remoting.ExtOf(map[string]string{"msgId": "0A0000010000000000000000", "queueId": "0", "queueOffset": strconv.Itoa(len(o.seen))})
+		resp.ExtFields = remoting.ExtOf(map[string]string{"msgId": "0A0000010000000000000000", "queueId": "0", "queueOffset": strconv.Itoa(n)})
 		return resp, nil
 	}
 	return remoting.NewResponse(req, int16(protocol.Success), ""), nil
