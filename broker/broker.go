@@ -438,6 +438,23 @@ func (b *Broker) HAAddr() string { return b.reg.header.HAServerAddr }
 // Addr is the listening address.
 func (b *Broker) Addr() net.Addr { return b.server.Addr() }
 
+// Failed is closed when the broker stops accepting connections on its own (see
+// remoting.Server.Failed); nil before Start. Its owner should shut it down.
+func (b *Broker) Failed() <-chan struct{} {
+	if !b.started.Load() || b.server == nil {
+		return nil
+	}
+	return b.server.Failed()
+}
+
+// ServeErr is why the broker stopped accepting connections, or nil.
+func (b *Broker) ServeErr() error {
+	if !b.started.Load() || b.server == nil {
+		return nil
+	}
+	return b.server.ServeErr()
+}
+
 // Store exposes the message store (tests and tools).
 func (b *Broker) Store() *store.Store { return b.store }
 

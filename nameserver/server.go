@@ -216,6 +216,13 @@ func (s *Server) Start(ln net.Listener) error {
 	return nil
 }
 
+// Failed is closed when the name server stops accepting connections on its own (see
+// remoting.Server.Failed). Its owner should shut it down.
+func (s *Server) Failed() <-chan struct{} { return s.rs.Failed() }
+
+// ServeErr is why the name server stopped accepting connections, or nil.
+func (s *Server) ServeErr() error { return s.rs.ServeErr() }
+
 // ListenAndStart listens on Options.Listen and calls Start.
 func (s *Server) ListenAndStart() error {
 	ln, err := net.Listen("tcp", s.opts.Listen)

@@ -3,6 +3,7 @@
 package remoting
 
 import (
+	"context"
 	"errors"
 	"net"
 	"syscall"
@@ -73,4 +74,38 @@ func fcntl(fd, cmd int) (int, error) {
 		return 0, errno
 	}
 	return int(r), nil
+}
+
+// A server whose listening socket dies under it (here shut down from outside, which makes
+// netpoll's loop end as a hang-up) says so through Failed and ServeErr; a server shut
+// down normally does not.
+func TestFailedWhenTheListenerDies(t *testing.T) {
+	s, err := NewServer(DefaultServerOptions())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, s.Start(ln))
+	rc, err := ln.(*net.TCPListener).SyscallConn()
+	require.NoError(t, err)
+	require.NoError(t, rc.Control(func(fd uintptr) {
+		require.NoError(t, syscall.Shutdown(int(fd), syscall.SHUT_RDWR))
+	}))
+	select {
+	case <-s.Failed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Failed not closed after the listener died")
+	}
+	require.Error(t, s.ServeErr())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.ErrorIs(t, s.Shutdown(ctx), s.ServeErr(), "Shutdown reports it too")
+
+	healthy := testServer(t, nil, nil)
+	require.NoError(t, healthy.Shutdown(ctx))
+	select {
+	case <-healthy.Failed():
+		t.Fatal("a normal shutdown closed Failed")
+	default:
+	}
+	require.NoError(t, healthy.ServeErr())
 }

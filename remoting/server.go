@@ -185,6 +185,7 @@ type Server struct {
 	addr     net.Addr
 	wg       sync.WaitGroup // owned goroutines: serve loop, idle sweeper, std accept loop and connections
 	served   chan struct{}  // closed when the serve loop returns
+	failed   chan struct{}  // closed when a serve loop ends unexpectedly (setServeErr)
 	stop     chan struct{}
 	shutdown sync.Once
 }
@@ -201,6 +202,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		routes: make(map[int16]route),
 		stop:   make(chan struct{}),
 		served: make(chan struct{}),
+		failed: make(chan struct{}),
 		poison: poisonFrames,
 	}
 	s.connLimit, s.totalLimit = opts.requestLimits()
@@ -318,10 +320,23 @@ func (s *Server) Start(ln net.Listener) error {
 // setServeErr records why a serve loop ended unexpectedly; Shutdown returns it.
 func (s *Server) setServeErr(err error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.mu.errServe == nil {
 		s.mu.errServe = err
+		close(s.failed)
 	}
-	s.mu.Unlock()
+}
+
+// Failed is closed when the server stops accepting connections on its own — its serve
+// loop ended while no Shutdown was under way (ServeErr says why). The server then serves
+// the connections it has but no new ones: its owner should shut it down and report.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// ServeErr is why a serve loop ended unexpectedly, or nil.
+func (s *Server) ServeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.errServe
 }
 
 // Addr is the listening address (valid after Start).

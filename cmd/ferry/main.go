@@ -192,9 +192,12 @@ func (n netpollLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// stopper is a server that shuts down gracefully.
+// stopper is a server that shuts down gracefully, and says when it stopped accepting
+// connections on its own.
 type stopper interface {
 	Shutdown(ctx context.Context) error
+	Failed() <-chan struct{}
+	ServeErr() error
 }
 
 // serve starts the servers of mode and shuts them down when ctx ends. It binds every port
@@ -235,9 +238,35 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		started = append(started, b)
 	}
 	log.Info().Str("mode", mode).Msg("ferry is ready")
-	<-ctx.Done()
+	if failed := waitFailed(ctx, started); failed != nil {
+		// A server that accepts no connection is an outage that looks healthy: stop, so
+		// that the supervisor (systemd, the container runtime) restarts the process.
+		err := fmt.Errorf("ferry: a server stopped accepting connections: %w", failed.ServeErr())
+		log.Error().Err(err).Msg("shutting down")
+		return errors.Join(err, shutdown())
+	}
 	log.Info().Msg("shutting down")
 	return shutdown()
+}
+
+// waitFailed waits until ctx ends (nil) or one of servers stops accepting connections
+// on its own (that server). There are at most two: a name server and a broker.
+func waitFailed(ctx context.Context, servers []stopper) stopper {
+	var a, b <-chan struct{} // nil: never ready
+	if len(servers) > 0 {
+		a = servers[0].Failed()
+	}
+	if len(servers) > 1 {
+		b = servers[1].Failed()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-a:
+		return servers[0]
+	case <-b:
+		return servers[1]
+	}
 }
 
 // flagOrEnvSetsNamesrv reports whether the broker's name-server list was configured
