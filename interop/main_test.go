@@ -121,9 +121,13 @@ func (c *balancedConsumer) allocate(group, id string, mqs []*primitive.MessageQu
 	return consumer.AllocateByAveragely(group, id, mqs, ids)
 }
 
-// Shutdown waits for the start rebalance (once), then shuts the consumer down.
+// Shutdown waits for the start rebalance (once), suspends the consumer — a suspended
+// consumer skips the rebalances a NOTIFY_CONSUMER_IDS_CHANGED triggers, which would
+// otherwise race with Shutdown the same way when another member leaves meanwhile — then
+// shuts it down.
 func (c *balancedConsumer) Shutdown() error {
 	c.once.Do(func() {
+		defer c.PushConsumer.Suspend()
 		deadline := time.After(startBalanceWait)
 		for range 2 {
 			select {
