@@ -127,7 +127,7 @@ func (c *balancedConsumer) allocate(group, id string, mqs []*primitive.MessageQu
 // shuts it down.
 func (c *balancedConsumer) Shutdown() error {
 	c.once.Do(func() {
-		defer c.PushConsumer.Suspend()
+		defer c.Suspend()
 		deadline := time.After(startBalanceWait)
 		for range 2 {
 			select {
