@@ -66,40 +66,18 @@ func (p *parser) parse() (*node, error) {
 	return p.asBool(n, t.pos)
 }
 
-func (p *parser) parseOr() (*node, error) {
-	start, err := p.lex.peek()
-	if err != nil {
-		return nil, err
-	}
-	left, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t, err := p.lex.peek()
-		if err != nil {
-			return nil, err
-		}
-		if t.kind != tOR {
-			return left, nil
-		}
-		_, _ = p.lex.next()
-		right, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		if left, err = p.logic(opOr, left, right, start.pos, t.end); err != nil {
-			return nil, err
-		}
-	}
-}
+func (p *parser) parseOr() (*node, error) { return p.parseLogic(tOR, opOr, p.parseAnd) }
 
-func (p *parser) parseAnd() (*node, error) {
+func (p *parser) parseAnd() (*node, error) { return p.parseLogic(tAND, opAnd, p.parseEquality) }
+
+// parseLogic parses operand (kind operand)*, left-associative, into op nodes: OR over AND
+// operands, AND over equality operands.
+func (p *parser) parseLogic(kind tokKind, op opKind, operand func() (*node, error)) (*node, error) {
 	start, err := p.lex.peek()
 	if err != nil {
 		return nil, err
 	}
-	left, err := p.parseEquality()
+	left, err := operand()
 	if err != nil {
 		return nil, err
 	}
@@ -108,15 +86,15 @@ func (p *parser) parseAnd() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.kind != tAND {
+		if t.kind != kind {
 			return left, nil
 		}
 		_, _ = p.lex.next()
-		right, err := p.parseEquality()
+		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		if left, err = p.logic(opAnd, left, right, start.pos, t.end); err != nil {
+		if left, err = p.logic(op, left, right, start.pos, t.end); err != nil {
 			return nil, err
 		}
 	}
