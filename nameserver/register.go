@@ -10,11 +10,15 @@ package nameserver
 //   - compressed=true → SYSTEM_ERROR: Java's compressed body is not read.
 //   - missing/bad header field, malformed body, unusable address →
 //     SYSTEM_ERROR with the reason.
+//   - a registration that would rebind another registration's broker name and
+//     id, or address (RouteTable, ErrTakeover) → SYSTEM_ERROR with the reason.
 //   - otherwise SUCCESS with ext masterAddr and haServerAddr for a slave whose
 //     master is alive, and no body (no ORDER_TOPIC_CONFIG namespace is kept).
 //
 // UNREGISTER_BROKER: ext brokerName, brokerAddr, clusterName, brokerId
-// (required) → SUCCESS, also when nothing matched.
+// (required) → SUCCESS, also when nothing matched; SYSTEM_ERROR when another
+// open connection holds the registration (ErrTakeover). Without admin
+// credentials it keeps the binding reserved until it expires.
 
 import (
 	"context"
@@ -101,6 +105,7 @@ func (s *Server) handleRegisterBroker(_ context.Context, ch remoting.Channel, re
 			Bool("newAddress", res.NewAddress).Bool("topicsUpdated", res.TopicsUpdated).
 			Int64("dataVersion", res.DataVersion.Counter).
 			Strs("removedTopics", res.RemovedTopics).Str("displaced", res.Displaced).
+			Bool("shared", res.Shared).Bool("reclaimed", res.Reclaimed).
 			Str("masterAddr", res.MasterAddr).Msg("broker registered")
 	}
 	if !s.channelOpen(ch.ID()) {

@@ -20,19 +20,21 @@ const MasterID int64 = 0
 // a request that cannot be recorded.
 var ErrInvalidRegistration = errors.New("nameserver: invalid broker registration")
 
-// ErrTakeover means a registration or unregistration would replace or remove a broker
-// address that another connection registered and still holds (open, not expired),
-// without being trusted (ACL admin credentials): an impostor could otherwise send a live
-// broker's traffic to itself, or make its routes vanish. A broker re-registers on the
-// connection it registered on; after a reconnect the old connection is closed (or its
-// registration expires), so its own registrations go through.
-var ErrTakeover = errors.New("nameserver: broker registered by another live connection")
+// ErrTakeover means a registration or unregistration would rebind a broker name and id,
+// or a broker address, that a connection registered and whose registration has not
+// expired, without being trusted (ACL admin credentials): an impostor could otherwise
+// send a broker's traffic to itself, or make its routes vanish. The binding outlives the
+// connection (see RouteTable): a broker that restarts, crashes or reconnects gets it back
+// by registering the same address, name and id again.
+var ErrTakeover = errors.New("nameserver: broker name, id or address bound to another registration")
 
 // Registrant is the connection a registration or unregistration arrives on.
 type Registrant struct {
 	// ChannelID is the remoting connection (0: none, as in tests: never owns anything).
 	ChannelID uint64
-	// IP is the connection's remote address (kept for messages).
+	// IP is the connection's remote address. Among connections registering the same
+	// broker, one whose IP is the host of the advertised address is preferred (see
+	// RouteTable).
 	IP netip.Addr
 	// Trusted is a request authenticated with admin credentials (ACL): it may take over
 	// any registration.
@@ -52,8 +54,9 @@ type RouteTableOptions struct {
 	// that send one-topic "increment" registrations must be served; their
 	// other topics would otherwise vanish until the next full registration.
 	RetainUnlistedTopics bool
-	// ChannelOpen reports whether a connection is still open; a registration held by a
-	// closed one can be taken over. nil: every connection counts as open.
+	// ChannelOpen reports whether a connection is still open (a connection may close
+	// before its close is reported to RemoveByChannel). nil: every connection counts as
+	// open.
 	ChannelOpen func(id uint64) bool
 }
 
@@ -93,12 +96,23 @@ type RegisterResult struct {
 	RemovedTopics []string
 	// DataVersion is the data version the registration carried.
 	DataVersion protocol.DataVersion
+	// Shared reports a registration of the same binding (cluster, broker name, id
+	// and address) that another open connection holds: it refreshed the broker's
+	// liveness, and the connection keeps the broker routed if the holder's closes,
+	// but its body was not read.
+	Shared bool
+	// Joined reports that Shared registration's connection was not among the
+	// binding's connections before.
+	Joined bool
+	// Reclaimed reports that the registration took back a binding whose
+	// connections had all closed (a restarted or reconnected broker).
+	Reclaimed bool
 }
 
 // Changed reports whether the registration changed the table in a way worth
 // logging (anything but a plain liveness refresh).
 func (r *RegisterResult) Changed() bool {
-	return r.NewAddress || r.Displaced != "" || r.TopicsUpdated || len(r.RemovedTopics) > 0
+	return r.NewAddress || r.Displaced != "" || r.TopicsUpdated || len(r.RemovedTopics) > 0 || r.Joined || r.Reclaimed
 }
 
 // brokerGroup is the table's record of one broker name.
@@ -122,14 +136,89 @@ type liveBroker struct {
 	timeout      time.Duration
 	dataVersion  protocol.DataVersion
 	haServerAddr string
-	channelID    uint64     // remoting channel that carried the last registration; 0 = none
-	ip           netip.Addr // that channel's remote address
+	// channelID is the connection that holds the binding: its registrations write
+	// the queue data; 0 = none (an in-process caller: the record binds nothing).
+	channelID uint64
+	ip        netip.Addr // that connection's remote address
+	// origin is the remote address of the first registration of this binding:
+	// it outlives the connections, and a restarted broker coming from it is
+	// preferred over other connections (see rank).
+	origin netip.Addr
+	// others are the other open connections that registered the same binding
+	// (Shared), with their remote addresses: one of them holds it when the
+	// holder's connection closes.
+	others map[uint64]netip.Addr
+}
+
+// bindingKey is a broker name and id.
+type bindingKey struct {
+	name string
+	id   int64
+}
+
+// expired reports whether the record's registration expired before now.
+func (rec *liveBroker) expired(now time.Time) bool {
+	return rec.lastUpdate.Add(rec.timeout).Before(now)
+}
+
+// bound reports whether the record binds its cluster, name, id and address at
+// now: it was registered on a connection and has not expired.
+func (rec *liveBroker) bound(now time.Time) bool {
+	return rec.channelID != 0 && !rec.expired(now)
+}
+
+// sameBinding reports whether the record binds exactly this cluster, broker name, id.
+func (rec *liveBroker) sameBinding(cluster, name string, id int64) bool {
+	return rec.cluster == cluster && rec.brokerName == name && rec.brokerID == id
+}
+
+// hostIs reports whether ip is the host of the broker address addr (an IP
+// literal "host:port"); false for names or an invalid ip.
+func hostIs(ip netip.Addr, addr string) bool {
+	ap, err := netip.ParseAddrPort(addr)
+	return err == nil && ip.IsValid() && ap.Addr().Unmap() == ip.Unmap()
+}
+
+// rank is how much a connection from ip looks like the broker that rec binds
+// at addr: 2 from the advertised host, 1 from where the binding was first
+// registered, else 0. Among connections registering the same binding, a
+// higher rank takes it over.
+func (rec *liveBroker) rank(ip netip.Addr, addr string) int {
+	switch {
+	case hostIs(ip, addr):
+		return 2
+	case ip.IsValid() && ip.Unmap() == rec.origin.Unmap():
+		return 1
+	}
+	return 0
 }
 
 // RouteTable is the name server's state: clusters, broker groups, topic
 // queue data and broker liveness. It performs no I/O and reads no clock
 // (callers pass the time), so it is fully unit-testable. It is safe for
 // concurrent use; readers share a read lock.
+//
+// # Bindings
+//
+// A registration received on a connection binds its (cluster, broker name,
+// broker id) to its broker address until the registration expires (its
+// heartbeatTimeoutMillis, else BrokerExpiry after the last registration).
+// The binding outlives the connection: when every connection that registered
+// it has closed (or the broker unregistered), the address leaves the routes
+// served to clients, as in RocketMQ, but stays reserved. Until the binding
+// expires, a registration that is not trusted (ACL admin credentials) is
+// refused with ErrTakeover when it would bind that name and id to another
+// address, or that address to another cluster, name or id — unless it comes
+// on the connection that holds the binding. A registration of exactly the
+// binding (the broker's advertised address, name, id and cluster) is
+// accepted from any connection: that is how a restarted or reconnected broker
+// gets its route back at once. If the holder's connection is still open, such
+// a registration only refreshes the broker's liveness and joins the binding's
+// connections (Shared): the holder's registrations alone write the queue
+// data, and the route stays while any of those connections is open. A
+// connection that looks more like the broker replaces the holder: one from
+// the advertised host (an IP literal) one from elsewhere, and one from where
+// the binding was first registered one from a third place.
 type RouteTable struct {
 	opts RouteTableOptions
 	mu   struct {
@@ -138,6 +227,12 @@ type RouteTable struct {
 		brokers  map[string]*brokerGroup                  // broker name → group
 		topics   map[string]map[string]protocol.QueueData // topic → broker name → queues
 		live     map[string]*liveBroker                   // broker address → liveness
+		// reserved are the bindings of addresses no longer served (their
+		// connections closed or they unregistered) that have not expired:
+		// broker address → its last record (channelID ≠ 0, others empty).
+		reserved map[string]*liveBroker
+		// reservedIDs indexes reserved by broker name and id.
+		reservedIDs map[bindingKey]string
 	}
 }
 
@@ -151,48 +246,82 @@ func NewRouteTable(opts RouteTableOptions) (*RouteTable, error) {
 	t.mu.brokers = make(map[string]*brokerGroup)
 	t.mu.topics = make(map[string]map[string]protocol.QueueData)
 	t.mu.live = make(map[string]*liveBroker)
+	t.mu.reserved = make(map[string]*liveBroker)
+	t.mu.reservedIDs = make(map[bindingKey]string)
 	return t, nil
 }
 
 // RegisterBroker records a broker registration (REGISTER_BROKER) received at
-// now on the remoting channel channelID (0 if none). body may be nil, which
-// means an empty topic table with a zero data version, as Java reads a
-// registration without a body.
+// now from from. body may be nil, which means an empty topic table with a
+// zero data version, as Java reads a registration without a body.
 //
-// The address is stored under (cluster, broker name, broker id); if it was
-// registered under another id or broker name it is moved, and an address
-// that held the same id before is dropped. Only a master (id 0) writes topic
-// queue data, and only on its first registration or when its data version
-// changed; it then rewrites the queue data of every topic in the body and,
-// unless RetainUnlistedTopics is set, removes its queues from the topics the
-// body no longer lists. Every registration refreshes the address's liveness.
+// A registration that would break another registration's binding (see
+// RouteTable) is refused with ErrTakeover and changes nothing. One that
+// repeats a binding another open connection holds only refreshes the
+// broker's liveness (RegisterResult.Shared). Otherwise the address is stored
+// under (cluster, broker name, broker id); if it was registered under
+// another id or broker name it is moved, and an address that held the same
+// id before is dropped. Only a master (id 0) writes topic queue data, and
+// only on its first registration or when its data version changed; it then
+// rewrites the queue data of every topic in the body and, unless
+// RetainUnlistedTopics is set, removes its queues from the topics the body
+// no longer lists. Every registration refreshes the address's liveness.
 func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, body *protocol.RegisterBrokerBody,
 	from Registrant, now time.Time) (RegisterResult, error) {
 	if err := checkRegistration(req); err != nil {
 		return RegisterResult{}, err
 	}
-	channelID := from.ChannelID
 	var wrapper protocol.TopicConfigSerializeWrapper
 	if body != nil {
 		wrapper = body.TopicConfigSerializeWrapper
 	}
-	addr, name, id := req.BrokerAddr, req.BrokerName, req.BrokerID
+	addr, name, id, cluster := req.BrokerAddr, req.BrokerName, req.BrokerID, req.ClusterName
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	res := RegisterResult{DataVersion: wrapper.DataVersion}
-	if err := t.checkOwnerLocked(addr, from, now); err != nil {
+	if err := t.checkBindingLocked(req, from, now); err != nil {
 		return res, err
-	}
-	if g := t.mu.brokers[name]; g != nil {
-		if old, ok := g.addrs[id]; ok && old != addr {
-			if err := t.checkOwnerLocked(old, from, now); err != nil {
-				return res, err
-			}
-		}
 	}
 
 	prev := t.mu.live[addr]
+	if prev != nil && t.joinsLocked(prev, req, from, now) {
+		_, member := prev.others[from.ChannelID]
+		if prev.others == nil {
+			prev.others = make(map[uint64]netip.Addr)
+		}
+		prev.others[from.ChannelID] = from.IP
+		prev.lastUpdate = now
+		res.Shared, res.Joined = true, !member
+		t.masterAddrLocked(&res, t.mu.brokers[name], id)
+		return res, nil
+	}
+	// The connections sharing the binding stay with it; a holder replaced
+	// while its connection is open joins them.
+	var others map[uint64]netip.Addr
+	origin := from.IP
+	if r := t.mu.reserved[addr]; r != nil && r.sameBinding(cluster, name, id) {
+		origin = r.origin
+	}
+	if prev != nil && prev.sameBinding(cluster, name, id) {
+		origin = prev.origin
+		others = prev.others
+		if prev.channelID != 0 && prev.channelID != from.ChannelID && t.open(prev.channelID) {
+			if others == nil {
+				others = make(map[uint64]netip.Addr)
+			}
+			others[prev.channelID] = prev.ip
+		}
+		delete(others, from.ChannelID)
+	}
+	if r := t.mu.reserved[addr]; r != nil {
+		res.Reclaimed = r.sameBinding(cluster, name, id)
+		t.unreserveLocked(addr)
+	}
+	if other, ok := t.mu.reservedIDs[bindingKey{name, id}]; ok && other != addr {
+		t.unreserveLocked(other) // expired, or a trusted registration rebinds it
+	}
+
 	if prev != nil && prev.brokerName != name {
 		// The process at this address now calls itself another broker.
 		t.removeAddrLocked(addr)
@@ -202,25 +331,25 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 
 	g := t.mu.brokers[name]
 	if g == nil {
-		g = &brokerGroup{cluster: req.ClusterName, addrs: make(map[int64]string)}
+		g = &brokerGroup{cluster: cluster, addrs: make(map[int64]string)}
 		t.mu.brokers[name] = g
-	} else if g.cluster != req.ClusterName {
+	} else if g.cluster != cluster {
 		// A broker group belongs to one cluster; re-registering it under
 		// another moves the whole group.
 		t.removeFromClusterLocked(g.cluster, name)
-		g.cluster = req.ClusterName
+		g.cluster = cluster
 		for _, a := range g.addrs {
 			if rec := t.mu.live[a]; rec != nil {
-				rec.cluster = req.ClusterName
+				rec.cluster = cluster
 			}
 		}
 	}
 	g.enableActingMaster = req.EnableActingMaster
 	g.zoneName = req.ZoneName
-	names := t.mu.clusters[req.ClusterName]
+	names := t.mu.clusters[cluster]
 	if names == nil {
 		names = make(map[string]struct{})
-		t.mu.clusters[req.ClusterName] = names
+		t.mu.clusters[cluster] = names
 	}
 	names[name] = struct{}{}
 
@@ -246,26 +375,107 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 		timeout = time.Duration(req.HeartbeatTimeoutMillis) * time.Millisecond
 	}
 	t.mu.live[addr] = &liveBroker{
-		cluster:      req.ClusterName,
+		cluster:      cluster,
 		brokerName:   name,
 		brokerID:     id,
 		lastUpdate:   now,
 		timeout:      timeout,
 		dataVersion:  wrapper.DataVersion,
 		haServerAddr: req.HAServerAddr,
-		channelID:    channelID,
+		channelID:    from.ChannelID,
 		ip:           from.IP,
+		origin:       origin,
+		others:       others,
 	}
+	t.masterAddrLocked(&res, g, id)
+	return res, nil
+}
 
-	if id != MasterID {
-		if master, ok := g.addrs[MasterID]; ok {
-			if rec := t.mu.live[master]; rec != nil {
-				res.MasterAddr = master
-				res.HAServerAddr = rec.haServerAddr
+// masterAddrLocked fills in a slave's answer the address and HA address of
+// its group's master, if the master is registered.
+func (t *RouteTable) masterAddrLocked(res *RegisterResult, g *brokerGroup, id int64) {
+	if id == MasterID || g == nil {
+		return
+	}
+	if master, ok := g.addrs[MasterID]; ok {
+		if rec := t.mu.live[master]; rec != nil {
+			res.MasterAddr = master
+			res.HAServerAddr = rec.haServerAddr
+		}
+	}
+}
+
+// joinsLocked reports whether a registration of rec's address that passed
+// checkBindingLocked only joins the connections sharing rec's binding: it
+// repeats the binding, which another open connection holds, and does not
+// outrank the holder (see rank).
+func (t *RouteTable) joinsLocked(rec *liveBroker, req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) bool {
+	return !from.Trusted && from.ChannelID != 0 && rec.bound(now) &&
+		rec.sameBinding(req.ClusterName, req.BrokerName, req.BrokerID) &&
+		rec.channelID != from.ChannelID && t.open(rec.channelID) &&
+		rec.rank(from.IP, req.BrokerAddr) <= rec.rank(rec.ip, req.BrokerAddr)
+}
+
+// open reports whether the connection with the given id is open.
+func (t *RouteTable) open(id uint64) bool {
+	return t.opts.ChannelOpen == nil || t.opts.ChannelOpen(id)
+}
+
+// holdsLocked reports whether from's connection holds addr's served binding rec.
+func (t *RouteTable) holdsLocked(addr string, rec *liveBroker, from Registrant) bool {
+	return from.ChannelID != 0 && rec.channelID == from.ChannelID && t.mu.live[addr] == rec
+}
+
+// bindingLocked returns the record binding addr: served or reserved (nil: none).
+func (t *RouteTable) bindingLocked(addr string) *liveBroker {
+	if rec := t.mu.live[addr]; rec != nil {
+		return rec
+	}
+	return t.mu.reserved[addr]
+}
+
+// checkBindingLocked refuses (ErrTakeover) a registration that is not trusted
+// and would bind its address to another cluster, broker name or id, bind its
+// broker name and id to another address, or move its broker group to another
+// cluster, while a connection other than from's holds the binding concerned
+// (served or reserved, not expired).
+func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) error {
+	if from.Trusted {
+		return nil
+	}
+	addr, name, id := req.BrokerAddr, req.BrokerName, req.BrokerID
+	if rec := t.bindingLocked(addr); rec != nil && rec.bound(now) &&
+		!rec.sameBinding(req.ClusterName, name, id) && !t.holdsLocked(addr, rec, from) {
+		return takeoverError(addr, rec, from)
+	}
+	other, ok := t.mu.reservedIDs[bindingKey{name, id}]
+	g := t.mu.brokers[name]
+	if g != nil {
+		if a, live := g.addrs[id]; live {
+			other, ok = a, true
+		}
+	}
+	if ok && other != addr {
+		if rec := t.bindingLocked(other); rec != nil && rec.bound(now) && !t.holdsLocked(other, rec, from) {
+			return takeoverError(other, rec, from)
+		}
+	}
+	if g != nil && g.cluster != req.ClusterName {
+		for _, a := range g.addrs {
+			if rec := t.mu.live[a]; rec != nil && rec.bound(now) && !t.holdsLocked(a, rec, from) {
+				return takeoverError(a, rec, from)
 			}
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// takeoverError is the ErrTakeover refusing from a change of rec's binding of addr.
+func takeoverError(addr string, rec *liveBroker, from Registrant) error {
+	return fmt.Errorf("%w: %s is bound to cluster %s, broker %s, id %d, registered from %v until %s; "+
+		"request from %v refused (it can be rebound once that registration expires, or with admin credentials)",
+		ErrTakeover, addr, rec.cluster, rec.brokerName, rec.brokerID, rec.ip,
+		rec.lastUpdate.Add(rec.timeout).UTC().Format(time.RFC3339), from.IP)
 }
 
 // writeTopicsLocked stores the queue data of brokerName's topics and, unless
@@ -341,59 +551,145 @@ func checkBrokerAddr(addr string) error {
 	return nil
 }
 
-// UnregisterBroker removes a broker address on the broker's request
-// (UNREGISTER_BROKER), as expiry would. The request is ignored, and false
-// returned, unless the address is registered under exactly that cluster,
-// broker name and id, so a late request from a broker's previous incarnation
-// cannot remove its successor.
+// UnregisterBroker takes a broker address out of the routes on the broker's
+// request (UNREGISTER_BROKER). The request is ignored, and false returned,
+// unless the address is registered under exactly that cluster, broker name
+// and id, so a late request from a broker's previous incarnation cannot
+// remove its successor. From the connection holding the binding it withdraws
+// that connection, as its close would: another connection sharing the
+// binding takes it over, or the address leaves the routes and its binding
+// stays reserved until it expires (see RouteTable). From a connection sharing
+// the binding it withdraws only that connection (false); from any other
+// connection it is refused with ErrTakeover while the holder's connection is
+// open. A trusted request (admin credentials) removes the address and its
+// binding at once, also a reserved one.
 func (t *RouteTable) UnregisterBroker(cluster, addr, brokerName string, brokerID int64, from Registrant, now time.Time) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec := t.mu.live[addr]
-	if rec == nil || rec.brokerName != brokerName || rec.cluster != cluster || rec.brokerID != brokerID {
+	if rec == nil {
+		if r := t.mu.reserved[addr]; r != nil && from.Trusted && r.sameBinding(cluster, brokerName, brokerID) {
+			t.unreserveLocked(addr)
+			return true, nil
+		}
 		return false, nil
 	}
-	if err := t.checkOwnerLocked(addr, from, now); err != nil {
-		return false, err
+	if !rec.sameBinding(cluster, brokerName, brokerID) {
+		return false, nil
 	}
-	t.removeAddrLocked(addr)
-	return true, nil
+	switch {
+	case from.Trusted, !rec.bound(now):
+		t.removeAddrLocked(addr)
+		return true, nil
+	case t.holdsLocked(addr, rec, from):
+		return t.withdrawLocked(addr, rec, from.ChannelID), nil
+	}
+	if _, ok := rec.others[from.ChannelID]; ok && from.ChannelID != 0 {
+		delete(rec.others, from.ChannelID)
+		return false, nil
+	}
+	if t.open(rec.channelID) {
+		return false, takeoverError(addr, rec, from)
+	}
+	// The holder's connection closed and its close is still to be handled: as
+	// that close would.
+	return t.withdrawLocked(addr, rec, rec.channelID), nil
 }
 
-// checkOwnerLocked refuses (ErrTakeover) a change to addr's registration by from when
-// another connection holds it (open, not expired) and from is not trusted.
-func (t *RouteTable) checkOwnerLocked(addr string, from Registrant, now time.Time) error {
-	rec := t.mu.live[addr]
-	switch {
-	case rec == nil, from.Trusted, rec.channelID == 0, rec.channelID == from.ChannelID,
-		rec.lastUpdate.Add(rec.timeout).Before(now),
-		t.opts.ChannelOpen != nil && !t.opts.ChannelOpen(rec.channelID):
-		return nil
+// withdrawLocked removes the connection ch from the served binding rec of
+// addr. If ch held it, the open connection sharing it with the highest rank
+// (lowest id first) takes it over; if none is left,
+// the address leaves the routes and its binding is reserved. It reports
+// whether the address left the routes.
+func (t *RouteTable) withdrawLocked(addr string, rec *liveBroker, ch uint64) bool {
+	if ch != rec.channelID {
+		delete(rec.others, ch)
+		return false
 	}
-	return fmt.Errorf("%w: %s (broker %s, id %d) is held by a connection from %v; it can be replaced once that connection closes or the registration expires, or with admin credentials",
-		ErrTakeover, addr, rec.brokerName, rec.brokerID, rec.ip)
+	var (
+		next     uint64
+		nextIP   netip.Addr
+		nextRank int
+	)
+	for _, id := range slices.Sorted(maps.Keys(rec.others)) {
+		ip := rec.others[id]
+		if !t.open(id) {
+			continue
+		}
+		if r := rec.rank(ip, addr); next == 0 || r > nextRank {
+			next, nextIP, nextRank = id, ip, r
+		}
+	}
+	if next != 0 {
+		delete(rec.others, next)
+		rec.channelID, rec.ip = next, nextIP
+		return false
+	}
+	t.reserveLocked(addr)
+	return true
+}
+
+// reserveLocked takes a served address out of the routes (removeAddrLocked)
+// and keeps its binding reserved, unless it binds nothing (no connection).
+func (t *RouteTable) reserveLocked(addr string) {
+	rec := t.mu.live[addr]
+	if rec == nil {
+		return
+	}
+	t.removeAddrLocked(addr)
+	if rec.channelID == 0 {
+		return
+	}
+	key := bindingKey{rec.brokerName, rec.brokerID}
+	if old, ok := t.mu.reservedIDs[key]; ok && old != addr {
+		delete(t.mu.reserved, old)
+	}
+	rec.others = nil
+	t.mu.reserved[addr] = rec
+	t.mu.reservedIDs[key] = addr
+}
+
+// unreserveLocked forgets the reserved binding of addr, if any.
+func (t *RouteTable) unreserveLocked(addr string) {
+	rec := t.mu.reserved[addr]
+	if rec == nil {
+		return
+	}
+	delete(t.mu.reserved, addr)
+	key := bindingKey{rec.brokerName, rec.brokerID}
+	if t.mu.reservedIDs[key] == addr {
+		delete(t.mu.reservedIDs, key)
+	}
 }
 
 // ExpireBrokers removes every broker address whose last registration plus
-// its timeout is before now, and returns the removed addresses, sorted.
+// its timeout is before now, and the reserved bindings that expired likewise,
+// and returns the addresses removed, sorted.
 func (t *RouteTable) ExpireBrokers(now time.Time) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var expired []string
 	for addr, rec := range t.mu.live {
-		if rec.lastUpdate.Add(rec.timeout).Before(now) {
+		if rec.expired(now) {
+			expired = append(expired, addr)
+		}
+	}
+	for _, addr := range expired {
+		t.removeAddrLocked(addr)
+	}
+	for addr, rec := range t.mu.reserved {
+		if rec.expired(now) {
+			t.unreserveLocked(addr)
 			expired = append(expired, addr)
 		}
 	}
 	slices.Sort(expired)
-	for _, addr := range expired {
-		t.removeAddrLocked(addr)
-	}
 	return expired
 }
 
-// RemoveByChannel removes every broker address whose latest registration
-// arrived on the channel (its connection closed) and returns them, sorted.
+// RemoveByChannel withdraws the connection channelID (it closed) from every
+// binding it registered (see withdrawLocked) and returns the addresses that
+// left the routes, sorted; their bindings stay reserved until they expire.
 // Channel id 0 matches nothing.
 func (t *RouteTable) RemoveByChannel(channelID uint64) []string {
 	if channelID == 0 {
@@ -401,15 +697,20 @@ func (t *RouteTable) RemoveByChannel(channelID uint64) []string {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var gone []string
+	var held []string
 	for addr, rec := range t.mu.live {
 		if rec.channelID == channelID {
-			gone = append(gone, addr)
+			held = append(held, addr)
+		} else {
+			delete(rec.others, channelID)
 		}
 	}
-	slices.Sort(gone)
-	for _, addr := range gone {
-		t.removeAddrLocked(addr)
+	slices.Sort(held)
+	var gone []string
+	for _, addr := range held {
+		if rec := t.mu.live[addr]; rec != nil && t.withdrawLocked(addr, rec, channelID) {
+			gone = append(gone, addr)
+		}
 	}
 	return gone
 }

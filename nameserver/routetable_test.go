@@ -264,14 +264,13 @@ func TestRemoveByChannel(t *testing.T) {
 	_, ok = rt.TopicRoute("B")
 	require.True(t, ok)
 
-	// broker-b reconnects and registers on a new channel from the same host: the old
-	// channel's late close must not remove it.
-	_, err := rt.RegisterBroker(regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)),
+	// broker-b reconnects and registers on a new channel while the old one is still
+	// open: it shares the binding, and the old channel's late close must not remove it.
+	res, err := rt.RegisterBroker(regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)),
 		Registrant{ChannelID: 3}, t0)
-	require.ErrorIs(t, err, ErrTakeover, "from an unknown host while channel 2 holds it")
-	_, err = rt.RegisterBroker(regHeader("c1", "broker-b", "10.0.0.7:10911", 0), regBody(1, topicConfig("B", 4, 6)),
-		Registrant{ChannelID: 3, Trusted: true}, t0)
 	require.NoError(t, err)
+	require.True(t, res.Shared)
+	require.True(t, res.Joined)
 	require.Empty(t, rt.RemoveByChannel(2))
 	_, ok = rt.TopicRoute("B")
 	require.True(t, ok)
@@ -353,11 +352,17 @@ func TestAddressMovesAndDisplacement(t *testing.T) {
 	route, _ := rt.TopicRoute("T")
 	require.Equal(t, map[int64]string{0: "10.0.0.5:10911", 1: "10.0.0.6:10911"}, route.BrokerDatas[0].BrokerAddrs)
 
-	// Once it is gone (its connection closed before the close was handled), the slave
-	// is promoted: its address leaves id 1, and the old master's address is displaced
-	// from id 0.
+	// Nor once the master's connection closed (before the close was handled): id 0
+	// stays bound to the master's address until its registration expires.
 	open[1] = false
-	res := mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.6:10911", 0), regBody(5, topicConfig("T", 8, 6)), 2, t0)
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.6:10911", 0), regBody(5, topicConfig("T", 8, 6)),
+		Registrant{ChannelID: 2}, t0.Add(time.Minute))
+	require.ErrorIs(t, err, ErrTakeover)
+
+	// Once it expired, the slave is promoted: its address leaves id 1, and the old
+	// master's address is displaced from id 0.
+	t1 := t0.Add(DefaultRouteTableOptions().BrokerExpiry + time.Second)
+	res := mustRegister(t, rt, regHeader("c1", "broker-a", "10.0.0.6:10911", 0), regBody(5, topicConfig("T", 8, 6)), 2, t1)
 	require.True(t, res.NewAddress)
 	require.True(t, res.TopicsUpdated)
 	require.Equal(t, "10.0.0.5:10911", res.Displaced)
@@ -369,14 +374,14 @@ func TestAddressMovesAndDisplacement(t *testing.T) {
 
 	// The address re-registers as another broker name: it leaves broker-a,
 	// which had no other address and disappears with its queue data.
-	mustRegister(t, rt, regHeader("c1", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t0)
+	mustRegister(t, rt, regHeader("c1", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t1)
 	_, ok := rt.TopicRoute("T")
 	require.False(t, ok)
 	info := rt.ClusterInfo()
 	require.Equal(t, map[string][]string{"c1": {"broker-z"}}, info.ClusterAddrTable)
 
 	// The group moves to another cluster.
-	mustRegister(t, rt, regHeader("c2", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t0)
+	mustRegister(t, rt, regHeader("c2", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t1)
 	info = rt.ClusterInfo()
 	require.Equal(t, map[string][]string{"c2": {"broker-z"}}, info.ClusterAddrTable)
 	require.Equal(t, "c2", info.BrokerAddrTable["broker-z"].Cluster)
@@ -508,44 +513,286 @@ func TestRouteTableConcurrentUse(t *testing.T) {
 	require.Equal(t, []string{"T"}, rt.TopicList())
 }
 
-// An impostor's registration cannot take a live broker's name and id or its address,
-// nor unregister it; once the holder's connection is closed, or its registration has
-// expired, it can.
-func TestRegistrationTakeover(t *testing.T) {
+// genuineIP and impostorIP are the remote addresses of a broker advertising
+// 10.0.0.5:10911 and of an impostor on another host.
+var (
+	genuineIP  = netip.MustParseAddr("10.0.0.5")
+	impostorIP = netip.MustParseAddr("10.6.6.6")
+)
+
+// bindingTable is a route table whose connections are open while open says so, with
+// broker-a (c1, id 0) registered at 10.0.0.5:10911 on channel 1 from its own host,
+// hosting topic T with 4 queues.
+func bindingTable(t *testing.T) (*RouteTable, map[uint64]bool) {
+	t.Helper()
 	open := map[uint64]bool{1: true}
 	rt := newTable(t, func(o *RouteTableOptions) { o.ChannelOpen = func(id uint64) bool { return open[id] } })
-	genuine := regHeader("c1", "broker-a", "10.0.0.5:10911", 0)
-	mustRegister(t, rt, genuine, regBody(1, topicConfig("T", 4, 6)), 1, t0)
-	want := map[int64]string{0: "10.0.0.5:10911"}
-	check := func() {
-		t.Helper()
-		route, ok := rt.TopicRoute("T")
-		require.True(t, ok)
-		require.Equal(t, want, route.BrokerDatas[0].BrokerAddrs)
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(1, topicConfig("T", 4, 6)),
+		Registrant{ChannelID: 1, IP: genuineIP}, t0)
+	require.NoError(t, err)
+	return rt, open
+}
+
+// requireRoute checks T's route: served by broker-a at addrs with queues write queues,
+// or not served when addrs is nil.
+func requireRoute(t *testing.T, rt *RouteTable, addrs map[int64]string, queues int32) {
+	t.Helper()
+	route, ok := rt.TopicRoute("T")
+	if addrs == nil {
+		require.False(t, ok, "T is not served: %+v", route)
+		return
 	}
-	impostor := Registrant{ChannelID: 7, IP: netip.MustParseAddr("10.6.6.6")}
-	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 4, 6)), impostor, t0)
+	require.True(t, ok, "T is served")
+	require.Equal(t, addrs, route.BrokerDatas[0].BrokerAddrs)
+	require.Equal(t, queues, route.QueueDatas[0].WriteQueueNums)
+}
+
+// An impostor's registration cannot take a live broker's name and id or its address,
+// move its group to another cluster, nor unregister it.
+func TestRegistrationTakeover(t *testing.T) {
+	rt, _ := bindingTable(t)
+	want := map[int64]string{0: "10.0.0.5:10911"}
+	impostor := Registrant{ChannelID: 7, IP: impostorIP}
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)), impostor, t0)
 	require.ErrorIs(t, err, ErrTakeover, "another address for the live id")
-	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), impostor, t0)
-	require.ErrorIs(t, err, ErrTakeover, "the live address itself, on another connection")
 	_, err = rt.RegisterBroker(regHeader("c1", "broker-evil", "10.0.0.5:10911", 0), regBody(1), impostor, t0)
 	require.ErrorIs(t, err, ErrTakeover, "the live address under another name")
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 1), regBody(1), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "the live address under another id")
+	_, err = rt.RegisterBroker(regHeader("c2", "broker-a", "10.0.0.5:10911", 0), regBody(1), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "the live address in another cluster")
+	_, err = rt.RegisterBroker(regHeader("c2", "broker-a", "10.6.6.6:10911", 1), regBody(1), impostor, t0)
+	require.ErrorIs(t, err, ErrTakeover, "the group moved to another cluster")
 	_, err = rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, impostor, t0)
 	require.ErrorIs(t, err, ErrTakeover)
 	require.Empty(t, rt.RemoveByChannel(7), "the impostor's connection owns nothing")
-	check()
+	requireRoute(t, rt, want, 4)
 
-	// Expired: a new registration may take over.
-	later := t0.Add(DefaultRouteTableOptions().BrokerExpiry + time.Second)
-	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 8}, later)
+	// The same frame as the broker's, from another connection, only shares the
+	// binding: the queue data stay the holder's, and its close removes nothing.
+	res, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
 	require.NoError(t, err)
-	check()
-	// Its connection closed: likewise.
-	open[8] = true
-	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 9}, later)
-	require.ErrorIs(t, err, ErrTakeover, "channel 8 holds it now")
-	open[8] = false
-	_, err = rt.RegisterBroker(genuine, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 9}, later)
+	require.True(t, res.Shared)
+	require.True(t, res.Joined)
+	require.False(t, res.TopicsUpdated)
+	res, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
 	require.NoError(t, err)
-	check()
+	require.True(t, res.Shared)
+	require.False(t, res.Joined, "already shared")
+	requireRoute(t, rt, want, 4)
+	require.Empty(t, rt.RemoveByChannel(7))
+	requireRoute(t, rt, want, 4)
+
+	// Trusted (admin credentials): it may rebind.
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)),
+		Registrant{ChannelID: 7, IP: impostorIP, Trusted: true}, t0)
+	require.NoError(t, err)
+	requireRoute(t, rt, map[int64]string{0: "10.6.6.6:10911"}, 8)
+}
+
+// The race: the broker's connection closes (crash or restart) and an impostor
+// keeps registering its name. The binding outlives the connection: the route is not
+// served, nothing else may take it until it expires, and the broker coming back on a
+// new connection gets it back at once.
+func TestBindingOutlivesTheConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close func(rt *RouteTable, open map[uint64]bool)
+	}{
+		{"close handled", func(rt *RouteTable, open map[uint64]bool) {
+			open[1] = false
+			require.Equal(t, []string{"10.0.0.5:10911"}, rt.RemoveByChannel(1))
+		}},
+		{"close not yet handled", func(_ *RouteTable, open map[uint64]bool) { open[1] = false }},
+		{"unregistered", func(rt *RouteTable, open map[uint64]bool) {
+			ok, err := rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, Registrant{ChannelID: 1, IP: genuineIP}, t0)
+			require.NoError(t, err)
+			require.True(t, ok)
+			open[1] = false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, open := bindingTable(t)
+			tc.close(rt, open)
+			if tc.name != "close not yet handled" {
+				requireRoute(t, rt, nil, 0)
+				require.Empty(t, rt.Brokers())
+			}
+
+			impostor := Registrant{ChannelID: 7, IP: impostorIP}
+			open[7] = true
+			now := t0.Add(time.Second)
+			for _, h := range []*protocol.RegisterBrokerRequestHeader{
+				regHeader("c1", "broker-a", "10.6.6.6:10911", 0),
+				regHeader("c1", "broker-evil", "10.0.0.5:10911", 0),
+				regHeader("c2", "broker-a", "10.0.0.5:10911", 0),
+				regHeader("c1", "broker-a", "10.0.0.5:10911", 1),
+			} {
+				_, err := rt.RegisterBroker(h, regBody(1, topicConfig("T", 8, 6)), impostor, now)
+				require.ErrorIs(t, err, ErrTakeover, "%+v", h)
+			}
+			ok, err := rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, impostor, now)
+			if tc.name == "close not yet handled" {
+				// As the close would: the route goes, the binding stays.
+				require.NoError(t, err)
+				require.True(t, ok)
+			} else {
+				require.NoError(t, err)
+				require.False(t, ok, "nothing served to unregister")
+			}
+			requireRoute(t, rt, nil, 0)
+
+			// The broker comes back on a new connection: its route is back at once.
+			open[2] = true
+			res, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(2, topicConfig("T", 4, 6)),
+				Registrant{ChannelID: 2, IP: genuineIP}, now)
+			require.NoError(t, err)
+			require.True(t, res.Reclaimed)
+			require.True(t, res.TopicsUpdated)
+			requireRoute(t, rt, map[int64]string{0: "10.0.0.5:10911"}, 4)
+			_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)), impostor, now)
+			require.ErrorIs(t, err, ErrTakeover)
+			requireRoute(t, rt, map[int64]string{0: "10.0.0.5:10911"}, 4)
+		})
+	}
+}
+
+// A reserved binding lasts until the registration's timeout passes, then anyone may
+// register the name; admin credentials release it at once.
+func TestReservedBindingExpires(t *testing.T) {
+	rt, open := bindingTable(t)
+	open[1] = false
+	rt.RemoveByChannel(1)
+	impostor := Registrant{ChannelID: 7, IP: impostorIP}
+	expiry := t0.Add(DefaultRouteTableOptions().BrokerExpiry)
+
+	require.Empty(t, rt.ExpireBrokers(expiry), "not yet expired")
+	_, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)), impostor, expiry)
+	require.ErrorIs(t, err, ErrTakeover)
+	require.Contains(t, err.Error(), "registered from 10.0.0.5 until 2025-01-02T03:06:05Z")
+
+	// Expired but not yet swept: the registration goes through.
+	later := expiry.Add(time.Millisecond)
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)), impostor, later)
+	require.NoError(t, err)
+	requireRoute(t, rt, map[int64]string{0: "10.6.6.6:10911"}, 8)
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(1, topicConfig("T", 4, 6)),
+		Registrant{ChannelID: 2, IP: genuineIP}, later)
+	require.ErrorIs(t, err, ErrTakeover, "the old reservation is gone, the new holder's binding counts")
+
+	// Swept.
+	rt2, open2 := bindingTable(t)
+	open2[1] = false
+	rt2.RemoveByChannel(1)
+	require.Equal(t, []string{"10.0.0.5:10911"}, rt2.ExpireBrokers(later))
+	_, err = rt2.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1, topicConfig("T", 8, 6)), impostor, later)
+	require.NoError(t, err)
+
+	// A heartbeatTimeoutMillis shortens it; admin credentials release it at once.
+	rt3 := newTable(t, nil)
+	h := regHeader("c1", "broker-a", "10.0.0.5:10911", 0)
+	h.HeartbeatTimeoutMillis = 1000
+	_, err = rt3.RegisterBroker(h, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 1, IP: genuineIP}, t0)
+	require.NoError(t, err)
+	rt3.RemoveByChannel(1)
+	_, err = rt3.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1), impostor, t0.Add(time.Second))
+	require.ErrorIs(t, err, ErrTakeover)
+	ok, err := rt3.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, impostor, t0)
+	require.NoError(t, err)
+	require.False(t, ok, "an untrusted request does not release a reservation")
+	ok, err = rt3.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, Registrant{ChannelID: 8, Trusted: true}, t0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = rt3.RegisterBroker(regHeader("c1", "broker-a", "10.6.6.6:10911", 0), regBody(1), impostor, t0.Add(time.Second))
+	require.NoError(t, err)
+}
+
+// Connections sharing a binding: when the holder's connection closes another one takes
+// it over, so the route stays; a connection from the advertised host replaces a holder
+// from elsewhere, and only the holder's registrations write the queue data.
+func TestSharedBindingHandover(t *testing.T) {
+	rt, open := bindingTable(t)
+	open[7] = true
+	impostor := Registrant{ChannelID: 7, IP: impostorIP}
+	want := map[int64]string{0: "10.0.0.5:10911"}
+	res, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.True(t, res.Shared)
+
+	// The broker's connection closes: the impostor's, sharing the binding, holds it.
+	open[1] = false
+	require.Empty(t, rt.RemoveByChannel(1))
+	requireRoute(t, rt, want, 4)
+	res, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.False(t, res.Shared, "it holds the binding now")
+	requireRoute(t, rt, want, 8)
+
+	// The broker comes back from its advertised host: it takes the binding back.
+	open[2] = true
+	res, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(2, topicConfig("T", 4, 6)),
+		Registrant{ChannelID: 2, IP: genuineIP}, t0)
+	require.NoError(t, err)
+	require.False(t, res.Shared)
+	require.True(t, res.TopicsUpdated)
+	requireRoute(t, rt, want, 4)
+	res, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.True(t, res.Shared)
+	requireRoute(t, rt, want, 4)
+
+	// From the same host (loopback, NAT) the holder is kept.
+	open[3] = true
+	res, err = rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)),
+		Registrant{ChannelID: 3, IP: genuineIP}, t0)
+	require.NoError(t, err)
+	require.True(t, res.Shared)
+	requireRoute(t, rt, want, 4)
+
+	// A sharing connection's unregistration withdraws only itself; the holder's hands
+	// the binding to a sharing connection from the advertised host.
+	ok, err := rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, impostor, t0)
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = rt.UnregisterBroker("c1", "10.0.0.5:10911", "broker-a", 0, Registrant{ChannelID: 2, IP: genuineIP}, t0)
+	require.NoError(t, err)
+	require.False(t, ok, "channel 3 holds it now")
+	requireRoute(t, rt, want, 4)
+	require.Empty(t, rt.RemoveByChannel(7), "channel 7 withdrew")
+	require.Equal(t, []string{"10.0.0.5:10911"}, rt.RemoveByChannel(3))
+	requireRoute(t, rt, nil, 0)
+}
+
+// A broker advertising a host name (no IP to compare) is recognised by the address it
+// first registered from: after its connection closed and an impostor elsewhere
+// re-registered its exact binding, the broker coming back from that address takes the
+// binding back; a third address only shares it.
+func TestBindingPrefersItsFirstRegistrant(t *testing.T) {
+	open := map[uint64]bool{1: true, 2: true, 3: true, 7: true}
+	rt := newTable(t, func(o *RouteTableOptions) { o.ChannelOpen = func(id uint64) bool { return open[id] } })
+	h := regHeader("c1", "broker-a", "broker-a.example:10911", 0)
+	home := netip.MustParseAddr("192.168.1.5")
+	want := map[int64]string{0: "broker-a.example:10911"}
+	_, err := rt.RegisterBroker(h, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 1, IP: home}, t0)
+	require.NoError(t, err)
+	open[1] = false
+	rt.RemoveByChannel(1)
+
+	impostor := Registrant{ChannelID: 7, IP: impostorIP}
+	res, err := rt.RegisterBroker(h, regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.True(t, res.Reclaimed, "nothing tells it from the broker yet")
+	requireRoute(t, rt, want, 8)
+
+	res, err = rt.RegisterBroker(h, regBody(1, topicConfig("T", 4, 6)), Registrant{ChannelID: 2, IP: home}, t0)
+	require.NoError(t, err)
+	require.False(t, res.Shared, "the first registrant's address outranks the impostor")
+	requireRoute(t, rt, want, 4)
+	res, err = rt.RegisterBroker(h, regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.True(t, res.Shared)
+	res, err = rt.RegisterBroker(h, regBody(5, topicConfig("T", 2, 6)), Registrant{ChannelID: 3, IP: netip.MustParseAddr("10.9.9.9")}, t0)
+	require.NoError(t, err)
+	require.True(t, res.Shared)
+	requireRoute(t, rt, want, 4)
 }

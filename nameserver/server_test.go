@@ -280,6 +280,47 @@ func TestServerRemovesABrokerWhenItsConnectionCloses(t *testing.T) {
 	require.True(t, ok)
 }
 
+// The race over real connections: the broker's connection closes (a crash or a
+// restart) and an impostor keeps registering the broker's name with its own address.
+// The route leaves the answers to clients, but the name and id stay bound to the
+// broker's address: the impostor is refused, and the broker registering again on a new
+// connection gets its route back at once.
+func TestServerKeepsTheBindingWhenTheBrokersConnectionCloses(t *testing.T) {
+	s := startServer(t, nil)
+	ns := s.Addr()
+	broker := newClient(t, remoting.SerializeJSON)
+	attacker := newClient(t, remoting.SerializeJSON)
+	reader := newClient(t, remoting.SerializeJSON)
+	genuine := regHeader("c1", "broker-a", "10.0.0.5:10911", 0)
+	forged := regHeader("c1", "broker-a", "10.6.6.6:10911", 0)
+
+	resp := invoke(t, broker, ns, registerRequest(t, genuine, regBody(1, topicConfig("T", 4, 6))))
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+	require.NoError(t, broker.Close())
+	eventually(t, func() bool { return len(s.Table().Brokers()) == 0 }, "the broker leaves the routes with its connection")
+	resp = invoke(t, reader, ns, routeRequest("T"))
+	require.Equal(t, int16(protocol.TopicNotExist), resp.Code)
+
+	for range 3 {
+		resp = invoke(t, attacker, ns, registerRequest(t, forged, regBody(9, topicConfig("T", 8, 6))))
+		require.Equal(t, int16(protocol.SystemError), resp.Code)
+		require.Contains(t, resp.Remark, "is bound to cluster c1, broker broker-a, id 0")
+	}
+	resp = invoke(t, reader, ns, routeRequest("T"))
+	require.Equal(t, int16(protocol.TopicNotExist), resp.Code, "the impostor got no route")
+
+	restarted := newClient(t, remoting.SerializeJSON)
+	resp = invoke(t, restarted, ns, registerRequest(t, genuine, regBody(1, topicConfig("T", 4, 6))))
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+	resp = invoke(t, reader, ns, routeRequest("T"))
+	require.Equal(t, int16(protocol.Success), resp.Code)
+	route, err := protocol.DecodeTopicRouteData(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{0: "10.0.0.5:10911"}, route.BrokerDatas[0].BrokerAddrs)
+	resp = invoke(t, attacker, ns, registerRequest(t, forged, regBody(9, topicConfig("T", 8, 6))))
+	require.Equal(t, int16(protocol.SystemError), resp.Code)
+}
+
 func TestServerRegistrationRacingItsConnectionClose(t *testing.T) {
 	s := startServer(t, nil)
 	for i := range 20 {
