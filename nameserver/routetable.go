@@ -33,8 +33,8 @@ type Registrant struct {
 	// ChannelID is the remoting connection (0: none, as in tests: never owns anything).
 	ChannelID uint64
 	// IP is the connection's remote address. Among connections registering the same
-	// broker, one whose IP is the host of the advertised address is preferred (see
-	// RouteTable).
+	// binding, one from the advertised host, else from the address the binding was
+	// first registered from, is preferred (see RouteTable).
 	IP netip.Addr
 	// Trusted is a request authenticated with admin credentials (ACL): it may take over
 	// any registration.
@@ -205,20 +205,24 @@ func (rec *liveBroker) rank(ip netip.Addr, addr string) int {
 // heartbeatTimeoutMillis, else BrokerExpiry after the last registration).
 // The binding outlives the connection: when every connection that registered
 // it has closed (or the broker unregistered), the address leaves the routes
-// served to clients, as in RocketMQ, but stays reserved. Until the binding
-// expires, a registration that is not trusted (ACL admin credentials) is
-// refused with ErrTakeover when it would bind that name and id to another
-// address, or that address to another cluster, name or id — unless it comes
-// on the connection that holds the binding. A registration of exactly the
-// binding (the broker's advertised address, name, id and cluster) is
-// accepted from any connection: that is how a restarted or reconnected broker
-// gets its route back at once. If the holder's connection is still open, such
-// a registration only refreshes the broker's liveness and joins the binding's
-// connections (Shared): the holder's registrations alone write the queue
-// data, and the route stays while any of those connections is open. A
-// connection that looks more like the broker replaces the holder: one from
-// the advertised host (an IP literal) one from elsewhere, and one from where
-// the binding was first registered one from a third place.
+// served to clients, as in RocketMQ, but stays reserved.
+//
+// Until the binding expires, a registration that is not trusted (ACL admin
+// credentials) is refused with ErrTakeover when it would bind that name and id
+// to another address, that address to another cluster, name or id, or move
+// the name's broker group to another cluster. Not even the connection holding
+// the binding may change it, since any connection may come to hold it.
+//
+// A registration of exactly the binding (the advertised address, name, id and
+// cluster) is accepted from any connection: that is how a restarted or
+// reconnected broker gets its route back at once. If the holder's connection
+// is still open, such a registration only refreshes the broker's liveness and
+// joins the binding's connections (Shared): the holder's registrations alone
+// write the queue data, and the route stays while any of those connections is
+// open. A connection that looks more like the broker (see rank) replaces the
+// holder: one from the advertised host (an IP literal) replaces one from
+// elsewhere, and one from the address the binding was first registered from
+// replaces one from a third address.
 type RouteTable struct {
 	opts RouteTableOptions
 	mu   struct {
@@ -437,15 +441,15 @@ func (t *RouteTable) bindingLocked(addr string) *liveBroker {
 // checkBindingLocked refuses (ErrTakeover) a registration that is not trusted
 // and would bind its address to another cluster, broker name or id, bind its
 // broker name and id to another address, or move its broker group to another
-// cluster, while a connection other than from's holds the binding concerned
-// (served or reserved, not expired).
+// cluster, while the binding concerned is held (served or reserved, not
+// expired; registered on a connection).
 func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) error {
 	if from.Trusted {
 		return nil
 	}
 	addr, name, id := req.BrokerAddr, req.BrokerName, req.BrokerID
 	if rec := t.bindingLocked(addr); rec != nil && rec.bound(now) &&
-		!rec.sameBinding(req.ClusterName, name, id) && !t.holdsLocked(addr, rec, from) {
+		!rec.sameBinding(req.ClusterName, name, id) {
 		return takeoverError(addr, rec, from)
 	}
 	other, ok := t.mu.reservedIDs[bindingKey{name, id}]
@@ -456,13 +460,13 @@ func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeade
 		}
 	}
 	if ok && other != addr {
-		if rec := t.bindingLocked(other); rec != nil && rec.bound(now) && !t.holdsLocked(other, rec, from) {
+		if rec := t.bindingLocked(other); rec != nil && rec.bound(now) {
 			return takeoverError(other, rec, from)
 		}
 	}
 	if g != nil && g.cluster != req.ClusterName {
 		for _, a := range g.addrs {
-			if rec := t.mu.live[a]; rec != nil && rec.bound(now) && !t.holdsLocked(a, rec, from) {
+			if rec := t.mu.live[a]; rec != nil && rec.bound(now) {
 				return takeoverError(a, rec, from)
 			}
 		}

@@ -372,16 +372,27 @@ func TestAddressMovesAndDisplacement(t *testing.T) {
 	require.Len(t, rt.Brokers(), 1, "the displaced address has no liveness record left")
 	require.Empty(t, rt.RemoveByChannel(1))
 
-	// The address re-registers as another broker name: it leaves broker-a,
-	// which had no other address and disappears with its queue data.
-	mustRegister(t, rt, regHeader("c1", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t1)
+	// The address re-registers as another broker name: refused while its binding
+	// holds, even on the connection holding it. With admin credentials it leaves
+	// broker-a, which had no other address and disappears with its queue data.
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)),
+		Registrant{ChannelID: 2}, t1)
+	require.ErrorIs(t, err, ErrTakeover)
+	_, err = rt.RegisterBroker(regHeader("c1", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)),
+		Registrant{ChannelID: 2, Trusted: true}, t1)
+	require.NoError(t, err)
 	_, ok := rt.TopicRoute("T")
 	require.False(t, ok)
 	info := rt.ClusterInfo()
 	require.Equal(t, map[string][]string{"c1": {"broker-z"}}, info.ClusterAddrTable)
 
-	// The group moves to another cluster.
-	mustRegister(t, rt, regHeader("c2", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)), 2, t1)
+	// The group moves to another cluster (admin credentials again).
+	_, err = rt.RegisterBroker(regHeader("c2", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)),
+		Registrant{ChannelID: 2}, t1)
+	require.ErrorIs(t, err, ErrTakeover)
+	_, err = rt.RegisterBroker(regHeader("c2", "broker-z", "10.0.0.6:10911", 0), regBody(1, topicConfig("Z", 1, 6)),
+		Registrant{ChannelID: 2, Trusted: true}, t1)
+	require.NoError(t, err)
 	info = rt.ClusterInfo()
 	require.Equal(t, map[string][]string{"c2": {"broker-z"}}, info.ClusterAddrTable)
 	require.Equal(t, "c2", info.BrokerAddrTable["broker-z"].Cluster)
@@ -795,4 +806,28 @@ func TestBindingPrefersItsFirstRegistrant(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Shared)
 	requireRoute(t, rt, want, 4)
+}
+
+// Any connection may come to hold a binding (by repeating it while the broker is
+// away), so holding it gives no right to change it: an impostor that re-registered the
+// broker's exact binding still cannot point the name at its own address.
+func TestHolderCannotRebind(t *testing.T) {
+	rt, open := bindingTable(t)
+	open[1] = false
+	rt.RemoveByChannel(1)
+	open[7] = true
+	impostor := Registrant{ChannelID: 7, IP: impostorIP}
+	res, err := rt.RegisterBroker(regHeader("c1", "broker-a", "10.0.0.5:10911", 0), regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+	require.NoError(t, err)
+	require.True(t, res.Reclaimed)
+	for _, h := range []*protocol.RegisterBrokerRequestHeader{
+		regHeader("c1", "broker-a", "10.6.6.6:10911", 0),
+		regHeader("c1", "broker-evil", "10.0.0.5:10911", 0),
+		regHeader("c1", "broker-a", "10.0.0.5:10911", 1),
+		regHeader("c2", "broker-a", "10.0.0.5:10911", 0),
+	} {
+		_, err := rt.RegisterBroker(h, regBody(9, topicConfig("T", 8, 6)), impostor, t0)
+		require.ErrorIs(t, err, ErrTakeover, "%+v", h)
+	}
+	requireRoute(t, rt, map[int64]string{0: "10.0.0.5:10911"}, 8)
 }
