@@ -88,9 +88,9 @@ func TestRestartedBrokerGetsItsRouteBackDespiteAnImpostor(t *testing.T) {
 			c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) { o.RegisterInterval = interval }))
 			createTopic(t, c, topic, 2)
 			name := brokerName(t, c, topic)
-			real := c.BrokerAddr
+			brokerAddr := c.BrokerAddr
 			own := "127.0.0.2:10911"
-			want := map[int64]string{0: real}
+			want := map[int64]string{0: brokerAddr}
 
 			routeOf := func() (map[int64]string, int32) {
 				route, ok := c.NameServer.Table().TopicRoute(topic)
@@ -101,7 +101,7 @@ func TestRestartedBrokerGetsItsRouteBackDespiteAnImpostor(t *testing.T) {
 			}
 			addrs := []string{own}
 			if !tc.ownAddrOnly {
-				addrs = append(addrs, real)
+				addrs = append(addrs, brokerAddr)
 			}
 			register := func(addr string) *remoting.Command {
 				body, err := protocol.EncodeRegisterBrokerBody(&protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{

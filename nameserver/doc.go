@@ -44,13 +44,27 @@
 //
 // Liveness is kept per broker address: the last registration time, the
 // timeout (heartbeatTimeoutMillis, else Options.BrokerExpiry, 120 s by
-// default), the data version, the HA address and the remoting connection the
-// registration came on. An address leaves the table when its timeout passes
+// default), the data version, the HA address and the remoting connections the
+// registrations came on. An address leaves the routes when its timeout passes
 // without a registration (swept every ScanInterval, 5 s by default), when the
-// connection that carried its latest registration closes (the idle timeout
-// counts; a registration still being handled when its connection closes is
-// removed as soon as it is recorded), or on UNREGISTER_BROKER matching its
-// cluster, name and id.
+// connections that carried its registrations close (the idle timeout counts;
+// a registration still being handled when its connection closes is withdrawn
+// as soon as it is recorded), or on UNREGISTER_BROKER matching its cluster,
+// name and id.
+//
+// Unlike RocketMQ, the name server keeps a broker's binding — (cluster, broker
+// name, broker id) ↔ address — until the registration expires, also after
+// the address left the routes because its connections closed or it
+// unregistered. Meanwhile a registration that would rebind the name and id
+// to another address, or the address to another cluster, name or id, is
+// refused (ErrTakeover) unless it is trusted (ACL admin credentials), while
+// the broker registering again with the same address, name, id and cluster
+// gets its route back at once. A registration repeating a binding whose
+// holder's connection is open only refreshes it, unless it comes from the
+// advertised host (or from where the binding was first registered) and the
+// holder does not. The rules are on RouteTable; docs/security.md says what
+// they protect against, docs/operations.md how to move a broker.
+//
 // Removing a group's last address removes the group from its cluster and its
 // queue data from every topic; a topic left without queue data disappears and
 // is answered TOPIC_NOT_EXIST. Removing a master but not its slaves keeps the

@@ -37,7 +37,8 @@ type Options struct {
 	// MaxFrameSize bounds the frames accepted. Default 16 MiB.
 	MaxFrameSize int
 	// IdleTimeout closes connections that carried nothing for this long.
-	// Closing a broker's connection removes the broker. Default 120 s.
+	// Closing a broker's connection takes it out of the routes (its binding
+	// stays until its registration expires; see RouteTable). Default 120 s.
 	IdleTimeout time.Duration
 	// Workers is the number of request workers of each pool (routes;
 	// registration and admin). Default 8.
@@ -300,11 +301,12 @@ func (s *Server) channelOpen(id uint64) bool {
 	return false
 }
 
-// onClose removes the brokers whose registrations arrived on a connection
-// that closed.
+// onClose withdraws a connection that closed from the brokers it registered;
+// those it alone kept registered leave the routes (their bindings stay
+// reserved until they expire).
 func (s *Server) onClose(ch remoting.Channel) {
 	for _, addr := range s.table.RemoveByChannel(ch.ID()) {
 		s.log.Info().Str("brokerAddr", addr).Str("remote", ch.RemoteAddr()).
-			Msg("broker removed: its connection closed")
+			Msg("broker removed from the routes: its connection closed; its name and address stay reserved until its registration expires")
 	}
 }
