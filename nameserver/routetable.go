@@ -150,12 +150,6 @@ type liveBroker struct {
 	others map[uint64]netip.Addr
 }
 
-// bindingKey is a broker name and id.
-type bindingKey struct {
-	name string
-	id   int64
-}
-
 // expired reports whether the record's registration expired before now.
 func (rec *liveBroker) expired(now time.Time) bool {
 	return rec.lastUpdate.Add(rec.timeout).Before(now)
@@ -235,8 +229,8 @@ type RouteTable struct {
 		// connections closed or they unregistered) that have not expired:
 		// broker address → its last record (channelID ≠ 0, others empty).
 		reserved map[string]*liveBroker
-		// reservedIDs indexes reserved by broker name and id.
-		reservedIDs map[bindingKey]string
+		// reservedIDs indexes reserved by broker name, then id.
+		reservedIDs map[string]map[int64]string
 	}
 }
 
@@ -251,7 +245,7 @@ func NewRouteTable(opts RouteTableOptions) (*RouteTable, error) {
 	t.mu.topics = make(map[string]map[string]protocol.QueueData)
 	t.mu.live = make(map[string]*liveBroker)
 	t.mu.reserved = make(map[string]*liveBroker)
-	t.mu.reservedIDs = make(map[bindingKey]string)
+	t.mu.reservedIDs = make(map[string]map[int64]string)
 	return t, nil
 }
 
@@ -322,7 +316,7 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 		res.Reclaimed = r.sameBinding(cluster, name, id)
 		t.unreserveLocked(addr)
 	}
-	if other, ok := t.mu.reservedIDs[bindingKey{name, id}]; ok && other != addr {
+	if other, ok := t.mu.reservedIDs[name][id]; ok && other != addr {
 		t.unreserveLocked(other) // expired, or a trusted registration rebinds it
 	}
 
@@ -452,7 +446,7 @@ func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeade
 		!rec.sameBinding(req.ClusterName, name, id) {
 		return takeoverError(addr, rec, from)
 	}
-	other, ok := t.mu.reservedIDs[bindingKey{name, id}]
+	other, ok := t.mu.reservedIDs[name][id]
 	g := t.mu.brokers[name]
 	if g != nil {
 		if a, live := g.addrs[id]; live {
@@ -469,6 +463,11 @@ func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeade
 			if rec := t.mu.live[a]; rec != nil && rec.bound(now) {
 				return takeoverError(a, rec, from)
 			}
+		}
+	}
+	for _, a := range t.mu.reservedIDs[name] {
+		if rec := t.mu.reserved[a]; rec != nil && rec.bound(now) && rec.cluster != req.ClusterName {
+			return takeoverError(a, rec, from)
 		}
 	}
 	return nil
@@ -644,13 +643,17 @@ func (t *RouteTable) reserveLocked(addr string) {
 	if rec.channelID == 0 {
 		return
 	}
-	key := bindingKey{rec.brokerName, rec.brokerID}
-	if old, ok := t.mu.reservedIDs[key]; ok && old != addr {
+	ids := t.mu.reservedIDs[rec.brokerName]
+	if ids == nil {
+		ids = make(map[int64]string)
+		t.mu.reservedIDs[rec.brokerName] = ids
+	}
+	if old, ok := ids[rec.brokerID]; ok && old != addr {
 		delete(t.mu.reserved, old)
 	}
 	rec.others = nil
 	t.mu.reserved[addr] = rec
-	t.mu.reservedIDs[key] = addr
+	ids[rec.brokerID] = addr
 }
 
 // unreserveLocked forgets the reserved binding of addr, if any.
@@ -660,9 +663,12 @@ func (t *RouteTable) unreserveLocked(addr string) {
 		return
 	}
 	delete(t.mu.reserved, addr)
-	key := bindingKey{rec.brokerName, rec.brokerID}
-	if t.mu.reservedIDs[key] == addr {
-		delete(t.mu.reservedIDs, key)
+	ids := t.mu.reservedIDs[rec.brokerName]
+	if ids[rec.brokerID] == addr {
+		delete(ids, rec.brokerID)
+		if len(ids) == 0 {
+			delete(t.mu.reservedIDs, rec.brokerName)
+		}
 	}
 }
 

@@ -638,6 +638,7 @@ func TestBindingOutlivesTheConnection(t *testing.T) {
 				regHeader("c1", "broker-evil", "10.0.0.5:10911", 0),
 				regHeader("c2", "broker-a", "10.0.0.5:10911", 0),
 				regHeader("c1", "broker-a", "10.0.0.5:10911", 1),
+				regHeader("c2", "broker-a", "10.6.6.6:10911", 1), // the group into another cluster
 			} {
 				_, err := rt.RegisterBroker(h, regBody(1, topicConfig("T", 8, 6)), impostor, now)
 				require.ErrorIs(t, err, ErrTakeover, "%+v", h)
