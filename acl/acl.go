@@ -215,9 +215,9 @@ func (a *account) checkTopic(code int16, topic string, need Perm) error {
 
 // checkTopicPerm checks one topic against need. Sending to (or looking up the route of)
 // the trace topic is always allowed, and so is the route of the auto-create template
-// topic. The default permission never covers an internal topic that holds other
-// topics' records (the schedule and transaction topics): only an explicit entry grants
-// one.
+// topic. The default permission never covers a system topic (protocol.IsSystemTopic:
+// the schedule, timer and transaction topics hold other topics' records, the trace
+// topic describes them): only an explicit entry grants one.
 func (a *account) checkTopicPerm(code int16, topic string, need Perm) error {
 	if (need == PermPub || need == PermAny) && topic == protocol.TraceTopic {
 		return nil
@@ -228,7 +228,7 @@ func (a *account) checkTopicPerm(code int16, topic string, need Perm) error {
 	owned, explicit := a.topics[topic]
 	if !explicit {
 		owned = a.defTopic
-		if protocol.IsSendForbiddenTopic(topic) {
+		if protocol.IsSystemTopic(topic) {
 			owned = PermDeny
 		}
 	}

@@ -26,7 +26,7 @@ func (c Caller) Unrestricted() bool { return c.ok && c.acct == nil }
 
 // CheckTopic returns nil when the caller owns need on topic, else a [*DeniedError] (a
 // %RETRY% topic is checked as its group with SUB; the default permission never covers
-// the schedule and transaction topics, see the package doc).
+// a system topic, see the package doc).
 func (c Caller) CheckTopic(topic string, need Perm) error {
 	switch {
 	case !c.ok:

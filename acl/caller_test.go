@@ -50,8 +50,8 @@ func TestAuthorizeCaller(t *testing.T) {
 	require.ErrorIs(t, Caller{}.CheckGroup("groupB", PermSub), ErrDenied, "the zero caller permits nothing")
 }
 
-// The default permission never covers the internal topics that hold other topics'
-// records (delayed and half messages); an explicit entry does.
+// The default permission never covers the system topics, which hold or describe other
+// topics' records (delayed, timer and half messages, traces); an explicit entry does.
 func TestDefaultPermSkipsInternalTopics(t *testing.T) {
 	a, err := Parse([]byte(`
 accounts:
@@ -67,7 +67,7 @@ accounts:
 `))
 	require.NoError(t, err)
 	pull := code(protocol.PullMessage)
-	for _, topic := range []string{protocol.ScheduleTopic, protocol.TransHalfTopic, protocol.TransOpHalfTopic, protocol.TransCheckMaxTimeTopic} {
+	for _, topic := range []string{protocol.ScheduleTopic, protocol.TransHalfTopic, protocol.TransOpHalfTopic, protocol.TransCheckMaxTimeTopic, protocol.TimerTopic, protocol.TraceTopic} {
 		err := a.Check(signed("wideOpen1", "wide-secret", pull, nil, "topic", topic, "consumerGroup", "g1"))
 		require.ErrorIs(t, err, ErrDenied, topic)
 	}

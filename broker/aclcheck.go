@@ -13,7 +13,7 @@ import (
 )
 
 // checkRecordTopics checks need on the topics a stored record belongs to: its own
-// topic, or for a record parked in an internal topic (a delayed or half message) its
+// topic, or for a record parked in a system topic (a delayed or half message) its
 // REAL_TOPIC, and for a retry or dead-letter copy also its original topic
 // (RETRY_TOPIC). A refusal is NO_PERMISSION, logged by the grant.
 func checkRecordTopics(g *acl.Grant, rec *message.Record, need acl.Perm) error {
@@ -21,7 +21,7 @@ func checkRecordTopics(g *acl.Grant, rec *message.Record, need acl.Perm) error {
 		return nil
 	}
 	topic := rec.Topic
-	if protocol.IsSendForbiddenTopic(string(rec.Topic)) {
+	if protocol.IsSystemTopic(string(rec.Topic)) {
 		if real, ok := rec.Property(message.PropertyRealTopic); ok && len(real) > 0 {
 			topic = real
 		}
