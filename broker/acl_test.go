@@ -413,8 +413,7 @@ func TestACLProbe(t *testing.T) {
 	}
 	slices.Sort(codes)
 	for _, code := range codes {
-		rule, ok := acl.RuleOf(int16(code))
-		require.True(t, ok, "%v has no rule", code)
+		rule, _ := acl.RuleOf(int16(code)) // TestACLEveryCodeHasRuleAndProbe requires one
 		for _, pc := range cases[code] {
 			t.Run(fmt.Sprintf("%d %s", code, pc.name), func(t *testing.T) {
 				addr := e.c.BrokerAddr
