@@ -217,7 +217,8 @@ func (a *account) checkTopic(code int16, topic string, need Perm) error {
 // the trace topic is always allowed, and so is the route of the auto-create template
 // topic. The default permission never covers a system topic (protocol.IsSystemTopic:
 // the schedule, timer and transaction topics hold other topics' records, the trace
-// topic describes them): only an explicit entry grants one.
+// topic describes them) nor a %DLQ% topic (dead letters of any topic the group
+// consumed): only an explicit entry grants one.
 func (a *account) checkTopicPerm(code int16, topic string, need Perm) error {
 	if (need == PermPub || need == PermAny) && topic == protocol.TraceTopic {
 		return nil
@@ -228,7 +229,7 @@ func (a *account) checkTopicPerm(code int16, topic string, need Perm) error {
 	owned, explicit := a.topics[topic]
 	if !explicit {
 		owned = a.defTopic
-		if protocol.IsSystemTopic(topic) {
+		if protocol.IsSystemTopic(topic) || protocol.IsDLQTopic(topic) {
 			owned = PermDeny
 		}
 	}

@@ -51,7 +51,8 @@ func TestAuthorizeCaller(t *testing.T) {
 }
 
 // The default permission never covers the system topics, which hold or describe other
-// topics' records (delayed, timer and half messages, traces); an explicit entry does.
+// topics' records (delayed, timer and half messages, traces), nor a dead-letter topic;
+// an explicit entry does.
 func TestDefaultPermSkipsInternalTopics(t *testing.T) {
 	a, err := Parse([]byte(`
 accounts:
@@ -67,7 +68,7 @@ accounts:
 `))
 	require.NoError(t, err)
 	pull := code(protocol.PullMessage)
-	for _, topic := range []string{protocol.ScheduleTopic, protocol.TransHalfTopic, protocol.TransOpHalfTopic, protocol.TransCheckMaxTimeTopic, protocol.TimerTopic, protocol.TraceTopic} {
+	for _, topic := range []string{protocol.ScheduleTopic, protocol.TransHalfTopic, protocol.TransOpHalfTopic, protocol.TransCheckMaxTimeTopic, protocol.TimerTopic, protocol.TraceTopic, "%DLQ%g1"} {
 		err := a.Check(signed("wideOpen1", "wide-secret", pull, nil, "topic", topic, "consumerGroup", "g1"))
 		require.ErrorIs(t, err, ErrDenied, topic)
 	}
@@ -133,3 +134,24 @@ type fakeChannel struct {
 }
 
 func (f fakeChannel) RemoteAddr() string { return f.addr }
+
+// The gate adds nothing to the send and pull paths: checking an allowed send allocates
+// nothing (only Referenced and Filtered codes get a Grant in their context).
+func TestGateSendPathAllocs(t *testing.T) {
+	a := testACL(t)
+	g := NewGate(a, zerolog.Nop())
+	h := g.Wrap(protocol.SendMessage, func(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
+		return nil, nil
+	})
+	r := rm("RocketMQ", code(protocol.SendMessage), "topic", "topicB")
+	req := remoting.NewRequestExt(int16(protocol.SendMessage), remoting.Ext(r.Fields))
+	req.Version, req.Body = r.Version, r.Body
+	var ch remoting.Channel = &fakeChannel{addr: "172.16.0.9:4000"}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := h(ctx, ch, req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+}

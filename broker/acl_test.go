@@ -175,6 +175,9 @@ func startProbeEnv(t *testing.T) *probeEnv {
 
 	e.adminOK(t, newReq(protocol.SendMessage, sendHeader(secretTopic, map[string]string{message.PropertyDelayLevel: "18"}, 0), []byte(secretBody+"-delayed")))
 
+	// A dead letter of the secret topic in the shared group's DLQ.
+	e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: e.plainPhy, Group: sharedGroup,
+		DelayLevel: -1, OriginTopic: secretTopic}, nil))
 	st := e.c.Broker.Store()
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		_, hi := st.CommitLogRange()
@@ -256,6 +259,10 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 			{name: "pull", req: pull(protocol.PullMessage, secretTopic, 0), want: denied, adminSees: true},
 			{name: "pull the schedule topic", req: pull(protocol.PullMessage, protocol.ScheduleTopic, 17), want: denied, adminSees: true},
 			{name: "pull the half topic", req: pull(protocol.PullMessage, protocol.TransHalfTopic, 0), want: denied, adminSees: true},
+			{name: "pull a dead-letter topic", req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%DLQ%" + sharedGroup,
+					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
+			}, want: denied, adminSees: true},
 		},
 		protocol.LitePullMessage: {{name: "lite pull", req: pull(protocol.LitePullMessage, secretTopic, 0), want: denied, adminSees: true}},
 		protocol.HeartBeat: {{name: "subscribe", want: denied, req: func(*probeEnv) *remoting.Command {
