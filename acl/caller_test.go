@@ -120,6 +120,15 @@ func TestGateGrant(t *testing.T) {
 	call(protocol.SendMessage, rm("RocketMQ", code(protocol.SendMessage), "topic", "topicB"))
 	require.Nil(t, got, "the send path gets nothing added")
 
+	pull := code(protocol.PullMessage)
+	call(protocol.PullMessage, rm("RocketMQ", pull, "topic", "topicB", "consumerGroup", "groupB"))
+	require.Nil(t, got, "a pull of a plain topic gets nothing added")
+	call(protocol.PullMessage, rm("RocketMQ", pull, "topic", "%RETRY%groupB", "consumerGroup", "groupB"))
+	require.NotNil(t, got, "a pull of a retry topic by a restricted account gets a grant")
+	require.False(t, got.MayTopic("topicA", PermSub))
+	call(protocol.PullMessage, signed("rocketmq2", "12345678", pull, nil, "topic", "%RETRY%groupB", "consumerGroup", "groupB"))
+	require.Nil(t, got, "an admin's pull of a retry topic is not filtered")
+
 	var off *Grant
 	require.True(t, off.Unrestricted())
 	require.NoError(t, off.CheckTopic("topicA", PermSub))
@@ -135,23 +144,27 @@ type fakeChannel struct {
 
 func (f fakeChannel) RemoteAddr() string { return f.addr }
 
-// The gate adds nothing to the send and pull paths: checking an allowed send allocates
-// nothing (only Referenced and Filtered codes get a Grant in their context).
-func TestGateSendPathAllocs(t *testing.T) {
+// The gate adds nothing to the send and pull paths: checking an allowed send or a pull
+// of a plain topic allocates nothing (only Referenced and Filtered codes, and pulls of
+// a retry topic, get a Grant in their context).
+func TestGateHotPathAllocs(t *testing.T) {
 	a := testACL(t)
 	g := NewGate(a, zerolog.Nop())
-	h := g.Wrap(protocol.SendMessage, func(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
-		return nil, nil
-	})
-	r := rm("RocketMQ", code(protocol.SendMessage), "topic", "topicB")
-	req := remoting.NewRequestExt(int16(protocol.SendMessage), remoting.Ext(r.Fields))
-	req.Version, req.Body = r.Version, r.Body
+	nop := func(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) { return nil, nil }
 	var ch remoting.Channel = &fakeChannel{addr: "172.16.0.9:4000"}
 	ctx := context.Background()
-	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := h(ctx, ch, req); err != nil {
-			t.Fatal(err)
-		}
-	})
-	require.Zero(t, allocs)
+	for _, r := range []Request{
+		rm("RocketMQ", code(protocol.SendMessage), "topic", "topicB"),
+		rm("RocketMQ", code(protocol.PullMessage), "topic", "topicB", "consumerGroup", "groupB"),
+	} {
+		h := g.Wrap(protocol.RequestCode(r.Code), nop)
+		req := remoting.NewRequestExt(r.Code, remoting.Ext(r.Fields))
+		req.Version, req.Body = r.Version, r.Body
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := h(ctx, ch, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Zero(t, allocs, protocol.RequestCode(r.Code).String())
+	}
 }

@@ -47,8 +47,23 @@ func NewGate(c Checker, log zerolog.Logger) *Gate {
 // Wrap returns h behind the check: a refused request is answered NO_PERMISSION with the
 // reason as remark and never reaches h.
 //
-// For a code whose Rule is Referenced or Filtered, h finds a [*Grant] in its context.
+// For a code whose Rule is Referenced or Filtered, h finds a [*Grant] in its context;
+// for a RetryRecords code, when the request names a %RETRY% topic and the caller is
+// held to its permissions.
 func (g *Gate) Wrap(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
+	if r, ok := RuleOf(int16(code)); ok && r.RetryRecords {
+		return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			caller, err := g.acl.Authorize(g.request(code, ch, req))
+			if err != nil {
+				g.logRefusal(ch, code, err)
+				return nil, &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
+			}
+			if !caller.Unrestricted() && protocol.IsRetryTopic(req.ExtFields.Value(r.TopicField)) {
+				ctx = context.WithValue(ctx, grantKey{}, &Grant{caller: caller, gate: g, ch: ch, code: code})
+			}
+			return h(ctx, ch, req)
+		}
+	}
 	if r, ok := RuleOf(int16(code)); ok && (r.Referenced || r.Filtered) {
 		return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			caller, err := g.acl.Authorize(g.request(code, ch, req))

@@ -42,16 +42,17 @@ accounts:
 // Names and markers of the probe. Everything denied to probeUser contains secretName;
 // every stored body of the denied topic contains secretBody.
 const (
-	secretName   = "AclSecret"
-	secretTopic  = "AclSecret"
-	secretGroup  = "AclSecretGroup"
-	secretBody   = "TOPSECRET"
-	openTopic    = "AclOpen"
-	sharedGroup  = "cgShared" // subscribes to both topics; probeUser may act as it
-	atkGroup     = "cgProbe"
-	atkClientID  = "probe@1"
-	adminClient  = "admin@1"
-	secretPGroup = "pgSecret"
+	secretName    = "AclSecret"
+	secretTopic   = "AclSecret"
+	secretGroup   = "AclSecretGroup"
+	secretBody    = "TOPSECRET"
+	openTopic     = "AclOpen"
+	sharedGroup   = "cgShared" // subscribes to both topics; probeUser may act as it
+	atkGroup      = "cgProbe"
+	atkClientID   = "probe@1"
+	adminClient   = "admin@1"
+	secretPGroup  = "pgSecret"
+	openRetryBody = "OPENBODY-retry"
 )
 
 var (
@@ -178,6 +179,24 @@ func startProbeEnv(t *testing.T) *probeEnv {
 	// A dead letter of the secret topic in the shared group's DLQ.
 	e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: e.plainPhy, Group: sharedGroup,
 		DelayLevel: -1, OriginTopic: secretTopic}, nil))
+	// Retry copies in the shared group's retry topic: one of the secret topic, one of the
+	// open topic (which the attacker may read).
+	resp = e.adminOK(t, newReq(protocol.SendMessage, sendHeader(openTopic, nil, 0), []byte(openRetryBody)))
+	require.NoError(t, sh.DecodeExt(resp.ExtFields))
+	_, openPhy, err := message.DecodeOffsetMsgID(sh.MsgID)
+	require.NoError(t, err)
+	for _, phy := range []int64{e.plainPhy, openPhy} {
+		e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: phy, Group: sharedGroup,
+			DelayLevel: 1}, nil))
+	}
+	retryPull := func() *remoting.Command {
+		return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%RETRY%" + sharedGroup,
+			MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		resp := e.call(t, e.admin, probeAdmin, e.c.BrokerAddr, retryPull())
+		return leaks(resp, false) != "" && strings.Contains(string(bytes.Join(resp.BodyVec, nil))+string(resp.Body), openRetryBody)
+	}, "both retry copies delivered to the retry topic")
 	st := e.c.Broker.Store()
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		_, hi := st.CommitLogRange()
@@ -209,6 +228,9 @@ type probeCase struct {
 	// adminMark, if set, is what the admin's answer must hold instead (answers that
 	// hold the secret without naming it).
 	adminMark string
+	// attackerSees, if set, is what the attacker's answer must hold (a filtered answer
+	// keeps what the attacker may read).
+	attackerSees string
 }
 
 // probeCases are the cases by request code; every code a broker or name server serves
@@ -259,12 +281,22 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 			{name: "pull", req: pull(protocol.PullMessage, secretTopic, 0), want: denied, adminSees: true},
 			{name: "pull the schedule topic", req: pull(protocol.PullMessage, protocol.ScheduleTopic, 17), want: denied, adminSees: true},
 			{name: "pull the half topic", req: pull(protocol.PullMessage, protocol.TransHalfTopic, 0), want: denied, adminSees: true},
+			{name: "pull the shared group's retry topic", req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%RETRY%" + sharedGroup,
+					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
+			}, want: protocol.Success, adminSees: true, attackerSees: openRetryBody},
 			{name: "pull a dead-letter topic", req: func(*probeEnv) *remoting.Command {
 				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%DLQ%" + sharedGroup,
 					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
 			}, want: denied, adminSees: true},
 		},
-		protocol.LitePullMessage: {{name: "lite pull", req: pull(protocol.LitePullMessage, secretTopic, 0), want: denied, adminSees: true}},
+		protocol.LitePullMessage: {
+			{name: "lite pull", req: pull(protocol.LitePullMessage, secretTopic, 0), want: denied, adminSees: true},
+			{name: "lite pull the shared group's retry topic", req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.LitePullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%RETRY%" + sharedGroup,
+					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
+			}, want: protocol.Success, adminSees: true, attackerSees: openRetryBody},
+		},
 		protocol.HeartBeat: {{name: "subscribe", want: denied, req: func(*probeEnv) *remoting.Command {
 			return newReq(protocol.HeartBeat, nil, heartbeat(atkClientID, atkGroup, "", secretTopic))
 		}}},
@@ -441,6 +473,9 @@ func TestACLProbe(t *testing.T) {
 					require.Equal(t, int16(pc.want), resp.Code, resp.Remark)
 				}
 				require.Empty(t, leaks(resp, !rule.Referenced), "code %d remark %q", resp.Code, resp.Remark)
+				if pc.attackerSees != "" {
+					require.Contains(t, string(bytes.Join(resp.BodyVec, nil))+string(resp.Body), pc.attackerSees)
+				}
 			})
 		}
 	}
@@ -456,4 +491,43 @@ func TestACLProbe(t *testing.T) {
 	require.NoError(t, mh.DecodeExt(resp.ExtFields))
 	require.Equal(t, int64(1), mh.Offset, "only the plain message is visible in %s", secretTopic)
 	require.True(t, strings.HasPrefix(secretGroup, secretName) && strings.HasPrefix(secretTopic, secretName))
+}
+
+// TestACLHeldRetryPullFiltered: a pull of a retry topic held by long polling is answered
+// later through the connection; that answer too leaves out the copies of a topic the
+// caller may not read.
+func TestACLHeldRetryPullFiltered(t *testing.T) {
+	e := startProbeEnv(t)
+	retry := "%RETRY%" + sharedGroup
+	resp := e.adminOK(t, newReq(protocol.GetMaxOffset, &protocol.GetMaxOffsetRequestHeader{Topic: retry}, nil))
+	var mh protocol.OffsetResponseHeader
+	require.NoError(t, mh.DecodeExt(resp.ExtFields))
+
+	req := newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: retry, QueueOffset: mh.Offset,
+		MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription | protocol.PullFlagSuspend, SuspendTimeoutMillis: 20000, SubVersion: 1,
+		Subscription: "*"}, nil)
+	req.ExtFields = remoting.Ext(probeUser.SignFields(req.ExtFields, req.Body))
+	type answer struct {
+		resp *remoting.Command
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := e.atk.Invoke(ctx, e.c.BrokerAddr, req)
+		got <- answer{resp, err}
+	}()
+	// Another copy of the secret record reaches the retry topic after its 1 s delay,
+	// by when the pull is held, and wakes it. (Were the pull not held yet, it would
+	// find the copy at once and the immediate answer, filtered as well, is checked.)
+	e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: e.plainPhy, Group: sharedGroup,
+		DelayLevel: 1}, nil))
+	a := <-got
+	require.NoError(t, a.err)
+	require.Equal(t, int16(protocol.Success), a.resp.Code, a.resp.Remark)
+	require.Empty(t, leaks(a.resp, false))
+	var ph protocol.PullMessageResponseHeader
+	require.NoError(t, ph.DecodeExt(a.resp.ExtFields))
+	require.Greater(t, ph.NextBeginOffset, mh.Offset, "the held pull was answered with the new copy's offset")
 }

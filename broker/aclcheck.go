@@ -7,9 +7,12 @@ package broker
 // grant is nil and every check is a nil test.
 
 import (
+	"context"
+
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // checkRecordTopics checks need on the topics a stored record belongs to: its own
@@ -33,4 +36,57 @@ func checkRecordTopics(g *acl.Grant, rec *message.Record, need acl.Perm) error {
 		return g.CheckRecordTopic(string(orig), need)
 	}
 	return nil
+}
+
+// retryCopiesFiltered wraps a pull handler (ACL on): when the gate handed it a grant (a
+// %RETRY% topic pulled by a caller held to its permissions), the answer, given now or
+// after a long poll, leaves out the retry copies whose original topic (RETRY_TOPIC) the
+// caller may not SUB. A group's retry topic holds copies of every topic its members
+// consumed, and any account with SUB on the group may pull it. Leaving records out is
+// what a tag filter does too: the offsets in the answer still move past them. Other
+// pulls pass straight through.
+func retryCopiesFiltered(h remoting.HandlerFunc) remoting.HandlerFunc {
+	return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		g := acl.GrantFrom(ctx)
+		if g == nil {
+			return h(ctx, ch, req)
+		}
+		resp, err := h(ctx, &retryFilterChannel{Channel: ch, g: g}, req)
+		if resp != nil {
+			dropDeniedCopies(g, resp)
+		}
+		return resp, err
+	}
+}
+
+// retryFilterChannel filters a held pull's later answer.
+type retryFilterChannel struct {
+	remoting.Channel
+	g *acl.Grant
+}
+
+// Reply implements remoting.Channel.
+func (c *retryFilterChannel) Reply(req, resp *remoting.Command) error {
+	dropDeniedCopies(c.g, resp)
+	return c.Channel.Reply(req, resp)
+}
+
+// dropDeniedCopies removes from a pull answer's records the copies of a topic the
+// caller may not SUB (the refusal is logged by the grant).
+func dropDeniedCopies(g *acl.Grant, resp *remoting.Command) {
+	if len(resp.BodyVec) == 0 {
+		return
+	}
+	kept := resp.BodyVec[:0:0]
+	for _, raw := range resp.BodyVec {
+		rec, _, err := message.DecodeRecord(raw)
+		if err == nil {
+			if orig, ok := rec.Property(message.PropertyRetryTopic); ok && len(orig) > 0 &&
+				g.CheckRecordTopic(string(orig), acl.PermSub) != nil {
+				continue
+			}
+		}
+		kept = append(kept, raw)
+	}
+	resp.BodyVec = kept
 }
