@@ -150,7 +150,9 @@ func (f fakeChannel) RemoteAddr() string { return f.addr }
 func TestGateHotPathAllocs(t *testing.T) {
 	a := testACL(t)
 	g := NewGate(a, zerolog.Nop())
-	nop := func(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) { return nil, nil }
+	nop := func(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
+		return nil, nil
+	}
 	var ch remoting.Channel = &fakeChannel{addr: "172.16.0.9:4000"}
 	ctx := context.Background()
 	for _, r := range []Request{
