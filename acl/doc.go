@@ -62,7 +62,6 @@
 //     DENY refuses, a needed permission must be owned (PUB|SUB owns both). A %RETRY%
 //     topic is checked as its group with SUB. Sending to RMQ_SYS_TRACE_TOPIC is always
 //     allowed (message trace). A refusal is a [*DeniedError] (ErrDenied).
-//
 //     The default permission never covers a system topic (protocol.IsSystemTopic) or a
 //     %DLQ% topic: only an explicit topicPerms entry grants one; looking up the route of
 //     the trace topic or of TBW102 needs none.
