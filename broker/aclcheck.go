@@ -25,8 +25,8 @@ func checkRecordTopics(g *acl.Grant, rec *message.Record, need acl.Perm) error {
 	}
 	topic := rec.Topic
 	if protocol.IsSystemTopic(string(rec.Topic)) {
-		if real, ok := rec.Property(message.PropertyRealTopic); ok && len(real) > 0 {
-			topic = real
+		if rt, ok := rec.Property(message.PropertyRealTopic); ok && len(rt) > 0 {
+			topic = rt
 		}
 	}
 	if err := g.CheckRecordTopic(string(topic), need); err != nil {
