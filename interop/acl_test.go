@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -109,7 +110,7 @@ func TestACLWithOfficialClient(t *testing.T) {
 // TestACLNameServerWithOfficialClient: with ACL on in the name server too (the broker
 // registers with an admin account), the official client with an account's credentials
 // looks up routes of the topics it may use (and of its group's retry topic), sends and
-// consumes; the route of a topic the account is denied is refused (the client falls
+// consumes, commits a transaction; the route of a topic the account is denied is refused (the client falls
 // back to the auto-create template's route) and the send itself fails with
 // NO_PERMISSION.
 func TestACLNameServerWithOfficialClient(t *testing.T) {
@@ -146,6 +147,22 @@ func TestACLNameServerWithOfficialClient(t *testing.T) {
 		cancel()
 		require.NoError(t, err)
 		require.Equal(t, primitive.SendOK, res.Status)
+	}
+	// A transaction committed by the account (END_TRANSACTION needs PUB on the half
+	// message's real topic, which the broker reads from the stored half message).
+	l := &txListener{checks: map[string]int{}}
+	tp, err := rocketmq.NewTransactionProducer(l,
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+		producer.WithGroupName("tx-pg-acl"), producer.WithInstanceName(instance("tx-acl")), producer.WithCredentials(good))
+	require.NoError(t, err)
+	require.NoError(t, tp.Start())
+	defer func() { _ = tp.Shutdown() }()
+	for i := range 3 {
+		b := fmt.Sprintf("commit-acl-%d", i)
+		res, err := tp.SendMessageInTransaction(context.Background(), primitive.NewMessage("AclTopic", []byte(b)))
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+		want = append(want, b)
 	}
 	rec := newRecorder()
 	newPushConsumer(t, c, "cg-acl-ns", "AclTopic", "*", rec.handler("acl-ns"), consumer.WithCredentials(good))
