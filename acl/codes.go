@@ -50,11 +50,11 @@ type Rule struct {
 	// (GroupPerm) the caller may not access, and refuses a topic the request names
 	// explicitly that the gate could not check.
 	Filtered bool
-	// RetryRecords: a %RETRY% topic named in TopicField holds copies of records of the
-	// topics the group consumed. For a caller held to its permissions the gate hands the
-	// handler a [*Grant] ([GrantFrom]) with such a request, so that the answer leaves out
-	// the copies whose original topic (RETRY_TOPIC) the caller may not read; other
-	// topics (the hot path) get nothing added.
+	// RetryRecords: a %RETRY% or %DLQ% topic named in TopicField holds copies of records
+	// of the topics the group consumed. For a caller held to its permissions the gate
+	// hands the handler a [*Grant] ([GrantFrom]) with such a request, so that the answer
+	// leaves out the copies whose original topic (RETRY_TOPIC) the caller may not read;
+	// other topics (the hot path) get nothing added.
 	RetryRecords bool
 	// Open: any authenticated account may send the code. The answer names no topic and
 	// no record, or only the caller's own client data. Every code a Ferry server serves
@@ -88,7 +88,7 @@ func Rules() []Rule {
 		// Consumers.
 		{Code: c(protocol.PullMessage), Name: "PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", RetryRecords: true},
 		{Code: c(protocol.LitePullMessage), Name: "LITE_PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", RetryRecords: true, Ferry: true},
-		{Code: c(protocol.QueryMessage), Name: "QUERY_MESSAGE", TopicPerm: sub, TopicField: "topic"},
+		{Code: c(protocol.QueryMessage), Name: "QUERY_MESSAGE", TopicPerm: sub, TopicField: "topic", RetryRecords: true},
 		{Code: c(protocol.ViewMessageByID), Name: "VIEW_MESSAGE_BY_ID", TopicPerm: sub, Referenced: true, Ferry: true},
 		{Code: c(protocol.QueryConsumerOffset), Name: "QUERY_CONSUMER_OFFSET", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", Ferry: true},
 		{Code: c(protocol.UpdateConsumerOffset), Name: "UPDATE_CONSUMER_OFFSET", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup"},

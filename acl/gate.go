@@ -48,8 +48,8 @@ func NewGate(c Checker, log zerolog.Logger) *Gate {
 // reason as remark and never reaches h.
 //
 // For a code whose Rule is Referenced or Filtered, h finds a [*Grant] in its context;
-// for a RetryRecords code, when the request names a %RETRY% topic and the caller is
-// held to its permissions.
+// for a RetryRecords code, when the request names a %RETRY% or %DLQ% topic and the
+// caller is held to its permissions.
 func (g *Gate) Wrap(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
 	if r, ok := RuleOf(int16(code)); ok && r.RetryRecords {
 		return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -58,7 +58,7 @@ func (g *Gate) Wrap(code protocol.RequestCode, h remoting.HandlerFunc) remoting.
 				g.logRefusal(ch, code, err)
 				return nil, &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
 			}
-			if !caller.Unrestricted() && protocol.IsRetryTopic(req.ExtFields.Value(r.TopicField)) {
+			if t := req.ExtFields.Value(r.TopicField); !caller.Unrestricted() && (protocol.IsRetryTopic(t) || protocol.IsDLQTopic(t)) {
 				ctx = context.WithValue(ctx, grantKey{}, &Grant{caller: caller, gate: g, ch: ch, code: code})
 			}
 			return h(ctx, ch, req)

@@ -35,6 +35,7 @@ accounts:
     defaultGroupPerm: SUB
     topicPerms:
       - AclSecret=DENY
+      - "%DLQ%cgDead=SUB"
     groupPerms:
       - AclSecretGroup=DENY
 `
@@ -53,6 +54,7 @@ const (
 	adminClient   = "admin@1"
 	secretPGroup  = "pgSecret"
 	openRetryBody = "OPENBODY-retry"
+	deadGroup     = "cgDead" // its DLQ is granted to the attacker explicitly
 )
 
 var (
@@ -187,6 +189,9 @@ func startProbeEnv(t *testing.T) *probeEnv {
 	for _, phy := range []int64{e.plainPhy, openPhy} {
 		e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: phy, Group: sharedGroup,
 			DelayLevel: 1}, nil))
+		// And dead letters of both in a DLQ the attacker was granted explicitly.
+		e.adminOK(t, newReq(protocol.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{Offset: phy, Group: deadGroup,
+			DelayLevel: -1}, nil))
 	}
 	retryPull := func() *remoting.Command {
 		return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%RETRY%" + sharedGroup,
@@ -284,6 +289,10 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%RETRY%" + sharedGroup,
 					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
 			}, want: protocol.Success, adminSees: true, attackerSees: openRetryBody},
+			{name: "pull an explicitly granted dead-letter topic", req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: deadGroup, Topic: "%DLQ%" + deadGroup,
+					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
+			}, want: protocol.Success, adminSees: true, attackerSees: openRetryBody},
 			{name: "pull a dead-letter topic", req: func(*probeEnv) *remoting.Command {
 				return newReq(protocol.PullMessage, &protocol.PullMessageRequestHeader{ConsumerGroup: sharedGroup, Topic: "%DLQ%" + sharedGroup,
 					MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, SubVersion: 1, Subscription: "*"}, nil)
@@ -319,6 +328,14 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 		protocol.QueryMessage: {
 			{name: "query by key", want: denied, adminSees: true, req: func(*probeEnv) *remoting.Command {
 				return newReq(protocol.QueryMessage, &protocol.QueryMessageRequestHeader{Topic: secretTopic, Key: "secretKey1", MaxNum: 32,
+					EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}, nil)
+			}},
+			{name: "query a secret key in the shared group's retry topic", want: protocol.QueryNotFound, adminSees: true, req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.QueryMessage, &protocol.QueryMessageRequestHeader{Topic: "%RETRY%" + sharedGroup, Key: "secretKey1", MaxNum: 32,
+					EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}, nil)
+			}},
+			{name: "query a secret key in an explicitly granted dead-letter topic", want: protocol.QueryNotFound, adminSees: true, req: func(*probeEnv) *remoting.Command {
+				return newReq(protocol.QueryMessage, &protocol.QueryMessageRequestHeader{Topic: "%DLQ%" + deadGroup, Key: "secretKey1", MaxNum: 32,
 					EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}, nil)
 			}},
 			{name: "query a secret key under an allowed topic", req: func(*probeEnv) *remoting.Command {

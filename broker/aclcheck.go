@@ -38,13 +38,14 @@ func checkRecordTopics(g *acl.Grant, rec *message.Record, need acl.Perm) error {
 	return nil
 }
 
-// retryCopiesFiltered wraps a pull handler (ACL on): when the gate handed it a grant (a
-// %RETRY% topic pulled by a caller held to its permissions), the answer, given now or
-// after a long poll, leaves out the retry copies whose original topic (RETRY_TOPIC) the
-// caller may not SUB. A group's retry topic holds copies of every topic its members
-// consumed, and any account with SUB on the group may pull it. Leaving records out is
-// what a tag filter does too: the offsets in the answer still move past them. Other
-// pulls pass straight through.
+// retryCopiesFiltered wraps a pull or key-query handler (ACL on): when the gate handed
+// it a grant (a %RETRY% or %DLQ% topic read by a caller held to its permissions), the
+// answer, given now or after a long poll, leaves out the copies whose original topic
+// (RETRY_TOPIC) the caller may not SUB. A group's retry topic holds copies of every
+// topic its members consumed, and any account with SUB on the group may read it.
+// Leaving records out of a pull is what a tag filter does too: the offsets in the
+// answer still move past them; a query left with nothing answers QUERY_NOT_FOUND. Other
+// requests pass straight through.
 func retryCopiesFiltered(h remoting.HandlerFunc) remoting.HandlerFunc {
 	return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		g := acl.GrantFrom(ctx)
@@ -52,8 +53,10 @@ func retryCopiesFiltered(h remoting.HandlerFunc) remoting.HandlerFunc {
 			return h(ctx, ch, req)
 		}
 		resp, err := h(ctx, &retryFilterChannel{Channel: ch, g: g}, req)
-		if resp != nil {
-			dropDeniedCopies(g, resp)
+		if resp != nil && dropDeniedCopies(g, resp) && len(resp.BodyVec) == 0 &&
+			req.Code == int16(protocol.QueryMessage) && resp.Code == int16(protocol.Success) {
+			// OnWritten stays: it releases the records read.
+			resp.Code, resp.Remark = int16(protocol.QueryNotFound), "can not find message, maybe time range not correct"
 		}
 		return resp, err
 	}
@@ -67,15 +70,16 @@ type retryFilterChannel struct {
 
 // Reply implements remoting.Channel.
 func (c *retryFilterChannel) Reply(req, resp *remoting.Command) error {
-	dropDeniedCopies(c.g, resp)
+	_ = dropDeniedCopies(c.g, resp)
 	return c.Channel.Reply(req, resp)
 }
 
-// dropDeniedCopies removes from a pull answer's records the copies of a topic the
-// caller may not SUB (the refusal is logged by the grant).
-func dropDeniedCopies(g *acl.Grant, resp *remoting.Command) {
+// dropDeniedCopies removes from a pull or query answer's records the copies of a topic
+// the caller may not SUB (the refusal is logged by the grant), and reports whether it
+// removed any.
+func dropDeniedCopies(g *acl.Grant, resp *remoting.Command) bool {
 	if len(resp.BodyVec) == 0 {
-		return
+		return false
 	}
 	kept := resp.BodyVec[:0:0]
 	for _, raw := range resp.BodyVec {
@@ -88,5 +92,7 @@ func dropDeniedCopies(g *acl.Grant, resp *remoting.Command) {
 		}
 		kept = append(kept, raw)
 	}
+	dropped := len(kept) < len(resp.BodyVec)
 	resp.BodyVec = kept
+	return dropped
 }
