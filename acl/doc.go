@@ -73,8 +73,9 @@
 // # Resources known only to the handler
 //
 // Some requests touch a topic their header does not name: the record at a commit-log
-// offset, a half message's real topic, the rows of a listing. For those codes (Rule
-// Referenced or Filtered, and pulls of a %RETRY% topic: RetryRecords) the [Gate] uses
+// offset, a half message's real topic, the rows of a listing, the original topics of
+// the copies in a %RETRY% or %DLQ% topic. For those codes (Rule Referenced or Filtered,
+// and reads of a %RETRY% or %DLQ% topic: RetryRecords) the [Gate] uses
 // [ACL.Authorize], which returns the [Caller] besides the decision, and hands the handler
 // a [*Grant] in the request's context ([GrantFrom]). The handler asks it, after reading,
 // whether the caller may SUB or PUB that topic ([Grant.CheckRecordTopic],
@@ -98,9 +99,9 @@
 //	 324  SEND_REPLY_MESSAGE *               PUB  "topic"   -
 //	 325  SEND_REPLY_MESSAGE_V2 *            PUB  "b"       -
 //	  37  END_TRANSACTION *                  PUB  record    -                      the half message's REAL_TOPIC
-//	  11  PULL_MESSAGE                       SUB  "topic"   SUB "consumerGroup"    %RETRY% copies filtered
-//	 361  LITE_PULL_MESSAGE *                SUB  "topic"   SUB "consumerGroup"    %RETRY% copies filtered
-//	  12  QUERY_MESSAGE                      SUB  "topic"   -
+//	  11  PULL_MESSAGE                       SUB  "topic"   SUB "consumerGroup"    %RETRY%/%DLQ% copies filtered
+//	 361  LITE_PULL_MESSAGE *                SUB  "topic"   SUB "consumerGroup"    %RETRY%/%DLQ% copies filtered
+//	  12  QUERY_MESSAGE                      SUB  "topic"   -                      %RETRY%/%DLQ% copies filtered
 //	  33  VIEW_MESSAGE_BY_ID *               SUB  record    -
 //	  14  QUERY_CONSUMER_OFFSET *            SUB  "topic"   SUB "consumerGroup"
 //	  15  UPDATE_CONSUMER_OFFSET             SUB  "topic"   SUB "consumerGroup"
