@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"testing"
@@ -82,7 +83,8 @@ accounts:
 // (ACL off) permits everything.
 func TestGateGrant(t *testing.T) {
 	a := testACL(t)
-	g := NewGate(a, zerolog.Nop())
+	var logs bytes.Buffer
+	g := NewGate(a, zerolog.New(&logs))
 	var got *Grant
 	h := remoting.HandlerFunc(func(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		got = GrantFrom(ctx)
@@ -109,6 +111,8 @@ func TestGateGrant(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, int16(protocol.NoPermission), ce.Code)
 	require.NotContains(t, ce.Remark, "topicA", "a record's topic is not named to the caller")
+	require.Contains(t, logs.String(), "request refused by ACL", "the refusal is logged like the gate's")
+	require.Contains(t, logs.String(), "topicA", "the log line names the record's topic")
 	require.ErrorAs(t, got.CheckTopic("topicA", PermSub), &ce)
 	require.Contains(t, ce.Remark, "topicA")
 
