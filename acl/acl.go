@@ -92,69 +92,91 @@ type Request struct {
 // and one of its refinements (see the package doc for the order of the rules). It does
 // not allocate on the allowed paths.
 func (a *ACL) Check(req Request) error {
-	sc := a.scratch.Get().(*scratch)
-	err := a.check(&req, sc)
-	if cap(sc.buf) <= maxPooledContent && cap(sc.idx) <= maxPooledContent {
-		a.scratch.Put(sc)
-	}
+	_, err := a.Authorize(req)
 	return err
 }
 
-func (a *ACL) check(req *Request, sc *scratch) error {
+// Authorize is [ACL.Check] that also returns the caller the request was allowed as, for
+// the checks a handler makes on resources it learns only by reading what the request
+// refers to (see [Caller]). On a refusal the Caller is the zero value, which permits
+// nothing. It does not allocate on the allowed paths.
+func (a *ACL) Authorize(req Request) (Caller, error) {
+	sc := a.scratch.Get().(*scratch)
+	acct, err := a.check(&req, sc)
+	if cap(sc.buf) <= maxPooledContent && cap(sc.idx) <= maxPooledContent {
+		a.scratch.Put(sc)
+	}
+	if err != nil {
+		return Caller{}, err
+	}
+	return Caller{acct: acct, code: req.Code, ok: true}, nil
+}
+
+// check returns the account whose permissions bind the request, nil when none do (a
+// white-listed address or an admin account), or the refusal.
+func (a *ACL) check(req *Request, sc *scratch) (*account, error) {
 	if dup, ok := sc.sortFields(req.Fields); !ok {
-		return fmt.Errorf("%w %s", ErrDuplicateField, quote(dup))
+		return nil, fmt.Errorf("%w %s", ErrDuplicateField, quote(dup))
 	}
 	addr := req.Addr.WithZone("").Unmap()
 	for i := range a.global {
 		if a.global[i].Match(addr) {
-			return nil
+			return nil, nil
 		}
 	}
 	ak, _ := fieldValue(req.Fields, FieldAccessKey)
 	if ak == "" {
-		return fmt.Errorf("%w: %s is not in the global white list and the request has no AccessKey",
+		return nil, fmt.Errorf("%w: %s is not in the global white list and the request has no AccessKey",
 			ErrAddressNotAllowed, addrText(addr))
 	}
 	acct := a.accounts[ak]
 	if acct == nil {
-		return fmt.Errorf("%w %s", ErrUnknownAccessKey, quote(ak))
+		return nil, fmt.Errorf("%w %s", ErrUnknownAccessKey, quote(ak))
 	}
 	if acct.white.Match(addr) {
-		return nil
+		return nil, nil
 	}
 	sig, _ := fieldValue(req.Fields, FieldSignature)
 	if sig == "" {
-		return fmt.Errorf("%w: the request of access key %s is not signed", ErrBadSignature, quote(ak))
+		return nil, fmt.Errorf("%w: the request of access key %s is not signed", ErrBadSignature, quote(ak))
 	}
 	skipUnique := req.Version <= lastVersionSkippingUniqueKeyQuery
 	if !acct.signatureMatches(sc.content(req.Fields, skipUnique, false), req.Body, sig) {
 		// The official Go client does not sign SecurityToken (see Sign).
 		_, token := fieldValue(req.Fields, FieldSecurityToken)
 		if !token || !acct.signatureMatches(sc.content(req.Fields, skipUnique, true), req.Body, sig) {
-			return fmt.Errorf("%w: signature mismatch for access key %s", ErrBadSignature, quote(ak))
+			return nil, fmt.Errorf("%w: signature mismatch for access key %s", ErrBadSignature, quote(ak))
 		}
 	}
 	if acct.admin {
-		return nil
+		return nil, nil
 	}
 	rule := a.rules[req.Code]
 	if rule == nil {
-		return nil
+		return acct, nil
 	}
 	if rule.Admin {
-		return fmt.Errorf("%w: %s needs an admin account, access key %s is not one",
+		return nil, fmt.Errorf("%w: %s needs an admin account, access key %s is not one",
 			ErrAdminOnly, codeName(req.Code), quote(ak))
 	}
+	if err := acct.checkResources(rule, req); err != nil {
+		return nil, err
+	}
+	return acct, nil
+}
+
+// checkResources checks the request's topics and groups against rule.
+func (a *account) checkResources(rule *Rule, req *Request) error {
 	if rule.TopicPerm != 0 {
 		if rule.TopicField != "" {
 			if t, ok := fieldValue(req.Fields, rule.TopicField); ok {
-				if err := acct.checkTopic(rule, req.Code, t); err != nil {
+				if err := a.checkTopic(req.Code, t, rule.TopicPerm); err != nil {
 					return err
 				}
 			}
 		}
 		for _, t := range req.Topics {
-			if err := acct.checkTopic(rule, req.Code, t); err != nil {
+			if err := a.checkTopic(req.Code, t, rule.TopicPerm); err != nil {
 				return err
 			}
 		}
@@ -162,7 +184,7 @@ func (a *ACL) check(req *Request, sc *scratch) error {
 	if rule.GroupPerm != 0 {
 		if rule.GroupField != "" {
 			if g, ok := fieldValue(req.Fields, rule.GroupField); ok && g != "" {
-				if err := acct.checkGroup(req.Code, g, rule.GroupPerm); err != nil {
+				if err := a.checkGroup(req.Code, g, rule.GroupPerm); err != nil {
 					return err
 				}
 			}
@@ -171,7 +193,7 @@ func (a *ACL) check(req *Request, sc *scratch) error {
 			if g == "" {
 				continue
 			}
-			if err := acct.checkGroup(req.Code, g, rule.GroupPerm); err != nil {
+			if err := a.checkGroup(req.Code, g, rule.GroupPerm); err != nil {
 				return err
 			}
 		}
@@ -179,28 +201,43 @@ func (a *ACL) check(req *Request, sc *scratch) error {
 	return nil
 }
 
-// checkTopic checks one topic of the request against the rule's TopicPerm. A %RETRY%
-// topic is checked as its group with SUB, and sending to the trace topic is always
-// allowed, both as RocketMQ does.
-func (a *account) checkTopic(rule *Rule, code int16, topic string) error {
+// checkTopic checks one topic of the request against need. A %RETRY% topic is checked
+// as its group with SUB, as RocketMQ does.
+func (a *account) checkTopic(code int16, topic string, need Perm) error {
 	if topic == "" {
 		return nil
 	}
 	if g, ok := protocol.RetryGroup(topic); ok {
 		return a.checkGroup(code, g, PermSub)
 	}
-	if rule.TopicPerm == PermPub && topic == protocol.TraceTopic {
+	return a.checkTopicPerm(code, topic, need)
+}
+
+// checkTopicPerm checks one topic against need. Sending to (or looking up the route of)
+// the trace topic is always allowed, and so is the route of the auto-create template
+// topic. The default permission never covers a system topic (protocol.IsSystemTopic:
+// the schedule, timer and transaction topics hold other topics' records, the trace
+// topic describes them) nor a %DLQ% topic (dead letters of any topic the group
+// consumed): only an explicit entry grants one.
+func (a *account) checkTopicPerm(code int16, topic string, need Perm) error {
+	if (need == PermPub || need == PermAny) && topic == protocol.TraceTopic {
+		return nil
+	}
+	if need == PermAny && topic == protocol.AutoCreateTopicKey {
 		return nil
 	}
 	owned, explicit := a.topics[topic]
 	if !explicit {
 		owned = a.defTopic
+		if protocol.IsSystemTopic(topic) || protocol.IsDLQTopic(topic) {
+			owned = PermDeny
+		}
 	}
-	if owned.Permits(rule.TopicPerm) {
+	if owned.Permits(need) {
 		return nil
 	}
 	return &DeniedError{AccessKey: a.accessKey, Code: code, Kind: "topic", Name: topic,
-		Need: rule.TopicPerm, Owned: owned, Default: !explicit}
+		Need: need, Owned: owned, Default: !explicit}
 }
 
 // checkGroup checks one consumer group against need.

@@ -39,13 +39,35 @@ type Rule struct {
 	// Request.Groups).
 	TopicField string
 	GroupField string
+	// Referenced: the topic the code touches is that of a stored record the request
+	// refers to (by commit-log offset or message id), known only once the handler has
+	// read the record; a topic the header names is not trusted. The gate hands the
+	// handler the caller ([GrantFrom]) and the handler checks TopicPerm on the record's
+	// topic before answering.
+	Referenced bool
+	// Filtered: a listing or statistic. The gate hands the handler the caller
+	// ([GrantFrom]); the handler leaves out the topics (TopicPerm) and groups
+	// (GroupPerm) the caller may not access, and refuses a topic the request names
+	// explicitly that the gate could not check.
+	Filtered bool
+	// RetryRecords: a %RETRY% or %DLQ% topic named in TopicField holds copies of records
+	// of the topics the group consumed. For a caller held to its permissions the gate
+	// hands the handler a [*Grant] ([GrantFrom]) with such a request, so that the answer
+	// leaves out the copies whose original topic (RETRY_TOPIC) the caller may not read;
+	// other topics (the hot path) get nothing added.
+	RetryRecords bool
+	// Open: any authenticated account may send the code. The answer names no topic and
+	// no record, or only the caller's own client data. Every code a Ferry server serves
+	// has a row; Open marks the ones that deliberately need no permission.
+	Open bool
 	// Ferry marks rows where Ferry is stricter than RocketMQ 4.9/5.x PlainAccessResource
 	// (which checks only the signature for these codes) or adds an admin-only code.
 	Ferry bool
 }
 
 // Rules returns the request-code table, grouped by role. Codes not in it need only an
-// authenticated account (a valid signature), as in RocketMQ.
+// authenticated account (a valid signature), as in RocketMQ; every code a Ferry broker
+// or name server serves has a row (Open ones need only that), which a test enforces.
 func Rules() []Rule {
 	c := func(code protocol.RequestCode) int16 { return int16(code) }
 	const (
@@ -62,12 +84,12 @@ func Rules() []Rule {
 		{Code: c(protocol.SendBatchMessage), Name: "SEND_BATCH_MESSAGE", TopicPerm: pub, TopicField: "b"},
 		{Code: c(protocol.SendReplyMessage), Name: "SEND_REPLY_MESSAGE", TopicPerm: pub, TopicField: "topic", Ferry: true},
 		{Code: c(protocol.SendReplyMessageV2), Name: "SEND_REPLY_MESSAGE_V2", TopicPerm: pub, TopicField: "b", Ferry: true},
-		{Code: c(protocol.EndTransaction), Name: "END_TRANSACTION", TopicPerm: pub, Ferry: true},
+		{Code: c(protocol.EndTransaction), Name: "END_TRANSACTION", TopicPerm: pub, Referenced: true, Ferry: true},
 		// Consumers.
-		{Code: c(protocol.PullMessage), Name: "PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup"},
-		{Code: c(protocol.LitePullMessage), Name: "LITE_PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", Ferry: true},
-		{Code: c(protocol.QueryMessage), Name: "QUERY_MESSAGE", TopicPerm: sub, TopicField: "topic"},
-		{Code: c(protocol.ViewMessageByID), Name: "VIEW_MESSAGE_BY_ID", TopicPerm: sub, Ferry: true},
+		{Code: c(protocol.PullMessage), Name: "PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", RetryRecords: true},
+		{Code: c(protocol.LitePullMessage), Name: "LITE_PULL_MESSAGE", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", RetryRecords: true, Ferry: true},
+		{Code: c(protocol.QueryMessage), Name: "QUERY_MESSAGE", TopicPerm: sub, TopicField: "topic", RetryRecords: true},
+		{Code: c(protocol.ViewMessageByID), Name: "VIEW_MESSAGE_BY_ID", TopicPerm: sub, Referenced: true, Ferry: true},
 		{Code: c(protocol.QueryConsumerOffset), Name: "QUERY_CONSUMER_OFFSET", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", Ferry: true},
 		{Code: c(protocol.UpdateConsumerOffset), Name: "UPDATE_CONSUMER_OFFSET", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup"},
 		{Code: c(protocol.SearchOffsetByTimestamp), Name: "SEARCH_OFFSET_BY_TIMESTAMP", TopicPerm: sub, TopicField: "topic", Ferry: true},
@@ -76,10 +98,24 @@ func Rules() []Rule {
 		{Code: c(protocol.GetEarliestMsgStoretime), Name: "GET_EARLIEST_MSG_STORETIME", TopicPerm: sub, TopicField: "topic", Ferry: true},
 		{Code: c(protocol.HeartBeat), Name: "HEART_BEAT", TopicPerm: sub, GroupPerm: sub},
 		{Code: c(protocol.UnregisterClient), Name: "UNREGISTER_CLIENT", GroupPerm: sub, GroupField: "consumerGroup"},
-		{Code: c(protocol.ConsumerSendMsgBack), Name: "CONSUMER_SEND_MSG_BACK", GroupPerm: sub, GroupField: "group"},
+		{Code: c(protocol.ConsumerSendMsgBack), Name: "CONSUMER_SEND_MSG_BACK", TopicPerm: sub, GroupPerm: sub, GroupField: "group", Referenced: true},
 		{Code: c(protocol.GetConsumerListByGroup), Name: "GET_CONSUMER_LIST_BY_GROUP", GroupPerm: sub, GroupField: "consumerGroup"},
 		{Code: c(protocol.LockBatchMQ), Name: "LOCK_BATCH_MQ", TopicPerm: sub, GroupPerm: sub, Ferry: true},
 		{Code: c(protocol.UnlockBatchMQ), Name: "UNLOCK_BATCH_MQ", TopicPerm: sub, GroupPerm: sub, Ferry: true},
+		{Code: c(protocol.CheckClientConfig), Name: "CHECK_CLIENT_CONFIG", Open: true},
+		// Routes (name server).
+		{Code: c(protocol.GetRouteInfoByTopic), Name: "GET_ROUTEINFO_BY_TOPIC", TopicPerm: PermAny, TopicField: "topic", Ferry: true},
+		{Code: c(protocol.GetBrokerClusterInfo), Name: "GET_BROKER_CLUSTER_INFO", Open: true},
+		// Listings, statistics and operator tools.
+		{Code: c(protocol.GetAllTopicConfig), Name: "GET_ALL_TOPIC_CONFIG", TopicPerm: PermAny, Filtered: true, Ferry: true},
+		{Code: c(protocol.GetAllSubscriptionGroupConfig), Name: "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", GroupPerm: sub, Filtered: true, Ferry: true},
+		{Code: c(protocol.GetTopicStatsInfo), Name: "GET_TOPIC_STATS_INFO", TopicPerm: sub, TopicField: "topic", Ferry: true},
+		{Code: c(protocol.GetConsumeStats), Name: "GET_CONSUME_STATS", TopicPerm: sub, GroupPerm: sub, TopicField: "topic", GroupField: "consumerGroup", Filtered: true, Ferry: true},
+		{Code: c(protocol.GetConsumerConnectionList), Name: "GET_CONSUMER_CONNECTION_LIST", TopicPerm: sub, GroupPerm: sub, GroupField: "consumerGroup", Filtered: true, Ferry: true},
+		{Code: c(protocol.GetProducerConnectionList), Name: "GET_PRODUCER_CONNECTION_LIST", Open: true},
+		{Code: c(protocol.QueryTopicConsumeByWho), Name: "QUERY_TOPIC_CONSUME_BY_WHO", TopicPerm: sub, TopicField: "topic", Ferry: true},
+		{Code: c(protocol.GetBrokerRuntimeInfo), Name: "GET_BROKER_RUNTIME_INFO", Open: true},
+		{Code: c(protocol.ConsumeMessageDirectly), Name: "CONSUME_MESSAGE_DIRECTLY", TopicPerm: sub, GroupPerm: sub, GroupField: "consumerGroup", Referenced: true, Ferry: true},
 		// Administration (RocketMQ's Permission.ADMIN_CODE, plus Ferry's additions).
 		admin(c(protocol.UpdateAndCreateTopic), "UPDATE_AND_CREATE_TOPIC", false),
 		admin(c(protocol.UpdateAndCreateTopicList), "UPDATE_AND_CREATE_TOPIC_LIST", true),
@@ -104,7 +140,21 @@ func Rules() []Rule {
 		admin(c(protocol.GetNamesrvConfig), "GET_NAMESRV_CONFIG", true),
 		admin(c(protocol.AddWritePermOfBroker), "ADD_WRITE_PERM_OF_BROKER", true),
 		admin(codeUpdateAndCreateStaticTopic, "UPDATE_AND_CREATE_STATIC_TOPIC", false),
+		admin(c(protocol.GetAllConsumerOffset), "GET_ALL_CONSUMER_OFFSET", true),
+		admin(c(protocol.GetAllDelayOffset), "GET_ALL_DELAY_OFFSET", true),
+		admin(c(protocol.GetConsumerRunningInfo), "GET_CONSUMER_RUNNING_INFO", true),
+		admin(c(protocol.GetAllTopicListFromNameServer), "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", true),
 	}
+}
+
+// RuleOf returns the row of code in [Rules], if it has one.
+func RuleOf(code int16) (Rule, bool) {
+	for _, r := range Rules() {
+		if r.Code == code {
+			return r, true
+		}
+	}
+	return Rule{}, false
 }
 
 // codeName returns "NAME (code)" for error texts.

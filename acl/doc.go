@@ -62,56 +62,71 @@
 //     DENY refuses, a needed permission must be owned (PUB|SUB owns both). A %RETRY%
 //     topic is checked as its group with SUB. Sending to RMQ_SYS_TRACE_TOPIC is always
 //     allowed (message trace). A refusal is a [*DeniedError] (ErrDenied).
+//     The default permission never covers a system topic (protocol.IsSystemTopic) or a
+//     %DLQ% topic: only an explicit topicPerms entry grants one; looking up the route of
+//     the trace topic or of TBW102 needs none.
 //
 // Codes not in the table below need only steps 0-4 (an authenticated account), as in
-// RocketMQ.
+// RocketMQ; every code a Ferry broker or name server serves has a row (a test in package
+// broker enforces it, and probes each code as an account denied a topic).
 //
-// # Signature
+// # Resources known only to the handler
 //
-// The client sends AccessKey and Signature ext fields (and optionally SecurityToken).
-// Signature = base64(HMAC-SHA1(secretKey, values of all ext fields except Signature,
-// ordered by key and concatenated without separators, then the body bytes)); see
-// [Sign]. Check recomputes it over the fields as received and compares in constant
-// time. Two compatibility rules, both from upstream behaviour: a request with a
-// SecurityToken is also accepted when the token is left out of the signed values
-// (the official Go client signs before adding the token), and a request of version <=
-// 399 (Java clients up to 4.9.3) has its _UNIQUE_KEY_QUERY field left out, as Java
-// brokers do.
-//
-// Known client behaviour: rocketmq-client-go's admin CreateTopic and DeleteTopic do not
-// install its ACL interceptor (only GetAllSubscriptionGroup does, on the shared client),
-// so they go out unsigned unless an earlier call installed it; with ACL on they are
-// refused unless the admin host is in the global white list.
+// Some requests touch a topic their header does not name: the record at a commit-log
+// offset, a half message's real topic, the rows of a listing, the original topics of
+// the copies in a %RETRY% or %DLQ% topic. For those codes (Rule Referenced or Filtered,
+// and reads of a %RETRY% or %DLQ% topic: RetryRecords) the [Gate] uses
+// [ACL.Authorize], which returns the [Caller] besides the decision, and hands the handler
+// a [*Grant] in the request's context ([GrantFrom]). The handler asks it, after reading,
+// whether the caller may SUB or PUB that topic ([Grant.CheckRecordTopic],
+// [Grant.MayTopic]); a refusal is logged like the gate's and answered NO_PERMISSION. A
+// nil Grant (ACL off, or an admin's pull) permits everything, so with ACL off nothing
+// changes; the send and pull paths get no Grant and allocate nothing more.
 //
 // # Request codes
 //
 // The table ([Rules]); "field" is the ext field Check reads the resource from, "caller"
-// means the resource is in the body and comes from Request.Topics/Groups. Rows marked *
-// are Ferry's additions: RocketMQ checks only the signature for those codes.
+// means the resource is in the body and comes from Request.Topics/Groups, "record" that
+// the handler checks the topic of the record it reads (Referenced), "rows" that the
+// handler leaves out what the caller may not access (Filtered), "open" that any
+// authenticated account may send it. Rows marked * are Ferry's additions: RocketMQ checks
+// only the signature for those codes.
 //
-//	code  name                          topic          group                  needs
-//	  10  SEND_MESSAGE                  PUB  "topic"   -
-//	 310  SEND_MESSAGE_V2               PUB  "b"       -
-//	 320  SEND_BATCH_MESSAGE            PUB  "b"       -
-//	 324  SEND_REPLY_MESSAGE *          PUB  "topic"   -
-//	 325  SEND_REPLY_MESSAGE_V2 *       PUB  "b"       -
-//	  37  END_TRANSACTION *             PUB  caller    -
-//	  11  PULL_MESSAGE                  SUB  "topic"   SUB "consumerGroup"
-//	 361  LITE_PULL_MESSAGE *           SUB  "topic"   SUB "consumerGroup"
-//	  12  QUERY_MESSAGE                 SUB  "topic"   -
-//	  33  VIEW_MESSAGE_BY_ID *          SUB  caller    -
-//	  14  QUERY_CONSUMER_OFFSET *       SUB  "topic"   SUB "consumerGroup"
-//	  15  UPDATE_CONSUMER_OFFSET        SUB  "topic"   SUB "consumerGroup"
-//	  29  SEARCH_OFFSET_BY_TIMESTAMP *  SUB  "topic"   -
-//	  30  GET_MAX_OFFSET *              SUB  "topic"   -
-//	  31  GET_MIN_OFFSET *              SUB  "topic"   -
-//	  32  GET_EARLIEST_MSG_STORETIME *  SUB  "topic"   -
-//	  34  HEART_BEAT                    SUB  caller    SUB caller             subscriptions, consumer groups
-//	  35  UNREGISTER_CLIENT             -              SUB "consumerGroup"
-//	  36  CONSUMER_SEND_MSG_BACK        -              SUB "group"            (= its %RETRY% topic)
-//	  38  GET_CONSUMER_LIST_BY_GROUP    -              SUB "consumerGroup"
-//	  41  LOCK_BATCH_MQ *               SUB  caller    SUB caller
-//	  42  UNLOCK_BATCH_MQ *             SUB  caller    SUB caller
+//	code  name                               topic          group                  needs
+//	  10  SEND_MESSAGE                       PUB  "topic"   -
+//	 310  SEND_MESSAGE_V2                    PUB  "b"       -
+//	 320  SEND_BATCH_MESSAGE                 PUB  "b"       -
+//	 324  SEND_REPLY_MESSAGE *               PUB  "topic"   -
+//	 325  SEND_REPLY_MESSAGE_V2 *            PUB  "b"       -
+//	  37  END_TRANSACTION *                  PUB  record    -                      the half message's REAL_TOPIC
+//	  11  PULL_MESSAGE                       SUB  "topic"   SUB "consumerGroup"    %RETRY%/%DLQ% copies filtered
+//	 361  LITE_PULL_MESSAGE *                SUB  "topic"   SUB "consumerGroup"    %RETRY%/%DLQ% copies filtered
+//	  12  QUERY_MESSAGE                      SUB  "topic"   -                      %RETRY%/%DLQ% copies filtered
+//	  33  VIEW_MESSAGE_BY_ID *               SUB  record    -
+//	  14  QUERY_CONSUMER_OFFSET *            SUB  "topic"   SUB "consumerGroup"
+//	  15  UPDATE_CONSUMER_OFFSET             SUB  "topic"   SUB "consumerGroup"
+//	  29  SEARCH_OFFSET_BY_TIMESTAMP *       SUB  "topic"   -
+//	  30  GET_MAX_OFFSET *                   SUB  "topic"   -
+//	  31  GET_MIN_OFFSET *                   SUB  "topic"   -
+//	  32  GET_EARLIEST_MSG_STORETIME *       SUB  "topic"   -
+//	  34  HEART_BEAT                         SUB  caller    SUB caller             subscriptions, consumer groups
+//	  35  UNREGISTER_CLIENT                  -              SUB "consumerGroup"
+//	  36  CONSUMER_SEND_MSG_BACK             SUB  record    SUB "group"            record: the original message
+//	  38  GET_CONSUMER_LIST_BY_GROUP         -              SUB "consumerGroup"
+//	  41  LOCK_BATCH_MQ *                    SUB  caller    SUB caller
+//	  42  UNLOCK_BATCH_MQ *                  SUB  caller    SUB caller
+//	  46  CHECK_CLIENT_CONFIG                open
+//	 105  GET_ROUTEINFO_BY_TOPIC *           ANY  "topic"   -                      name server; PUB or SUB
+//	 106  GET_BROKER_CLUSTER_INFO            open                                  name server
+//	  21  GET_ALL_TOPIC_CONFIG *             ANY  rows      -
+//	 201  GET_ALL_SUBSCRIPTIONGROUP_CONFIG * -              SUB rows
+//	 202  GET_TOPIC_STATS_INFO *             SUB  "topic"   -
+//	 208  GET_CONSUME_STATS *                SUB  "topic"   SUB "consumerGroup"    topicList refused, group's topics rows
+//	 203  GET_CONSUMER_CONNECTION_LIST *     SUB  rows      SUB "consumerGroup"    subscriptions filtered
+//	 204  GET_PRODUCER_CONNECTION_LIST       open
+//	 300  QUERY_TOPIC_CONSUME_BY_WHO *       SUB  "topic"   -
+//	  28  GET_BROKER_RUNTIME_INFO            open
+//	 309  CONSUME_MESSAGE_DIRECTLY *         SUB  record    SUB "consumerGroup"
 //
 //	admin only: 17 UPDATE_AND_CREATE_TOPIC, 25 UPDATE_BROKER_CONFIG, 200
 //	UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 207 DELETE_SUBSCRIPTIONGROUP, 215
@@ -122,7 +137,9 @@
 //	GET_BROKER_CLUSTER_ACL_CONFIG, 100 PUT_KV_CONFIG, 102 DELETE_KV_CONFIG, 103
 //	REGISTER_BROKER, 104 UNREGISTER_BROKER, 205 WIPE_WRITE_PERM_OF_BROKER, 216
 //	DELETE_TOPIC_IN_NAMESRV, 222 INVOKE_BROKER_TO_RESET_OFFSET, 318
-//	UPDATE_NAMESRV_CONFIG, 319 GET_NAMESRV_CONFIG, 327 ADD_WRITE_PERM_OF_BROKER.
+//	UPDATE_NAMESRV_CONFIG, 319 GET_NAMESRV_CONFIG, 327 ADD_WRITE_PERM_OF_BROKER, 43
+//	GET_ALL_CONSUMER_OFFSET, 45 GET_ALL_DELAY_OFFSET, 307 GET_CONSUMER_RUNNING_INFO,
+//	206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
 //
 // REGISTER_BROKER and UNREGISTER_BROKER being admin-only means that, with ACL on in a
 // name server, brokers must sign with an admin account or be in its global white list.

@@ -5,7 +5,9 @@ package acl
 // with the reason as remark (never a secret) and logged, at most once a second with a
 // count of the refusals not logged. The topics and groups a request names in its body
 // (HEART_BEAT's subscriptions and groups, LOCK/UNLOCK_BATCH_MQ's queues) are read here;
-// the ACL reads the ext fields itself.
+// the ACL reads the ext fields itself. For a code whose Rule is Referenced or Filtered
+// the handler gets a [*Grant] in its context (see [GrantFrom]) to check what it learns
+// only by reading the store; other codes (the send and pull paths) get nothing added.
 
 import (
 	"context"
@@ -21,7 +23,10 @@ import (
 
 // Checker decides whether a request is allowed (*Watcher, *ACL).
 type Checker interface {
+	// Check decides on req.
 	Check(req Request) error
+	// Authorize is Check that also returns who the request was allowed as.
+	Authorize(req Request) (Caller, error)
 }
 
 // Gate wraps request handlers with an ACL check. It is safe for concurrent use.
@@ -41,19 +46,51 @@ func NewGate(c Checker, log zerolog.Logger) *Gate {
 
 // Wrap returns h behind the check: a refused request is answered NO_PERMISSION with the
 // reason as remark and never reaches h.
+//
+// For a code whose Rule is Referenced or Filtered, h finds a [*Grant] in its context;
+// for a RetryRecords code, when the request names a %RETRY% or %DLQ% topic and the
+// caller is held to its permissions.
 func (g *Gate) Wrap(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
-	return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		r := Request{Code: req.Code, Version: req.Version, Fields: req.ExtFields, Body: req.Body}
-		if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
-			r.Addr = ap.Addr()
+	if r, ok := RuleOf(int16(code)); ok && r.RetryRecords {
+		return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			caller, err := g.acl.Authorize(g.request(code, ch, req))
+			if err != nil {
+				g.logRefusal(ch, code, err)
+				return nil, &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
+			}
+			if t := req.ExtFields.Value(r.TopicField); !caller.Unrestricted() && (protocol.IsRetryTopic(t) || protocol.IsDLQTopic(t)) {
+				ctx = context.WithValue(ctx, grantKey{}, &Grant{caller: caller, gate: g, ch: ch, code: code})
+			}
+			return h(ctx, ch, req)
 		}
-		r.Topics, r.Groups = bodyResources(code, req.Body)
-		if err := g.acl.Check(r); err != nil {
+	}
+	if r, ok := RuleOf(int16(code)); ok && (r.Referenced || r.Filtered) {
+		return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			caller, err := g.acl.Authorize(g.request(code, ch, req))
+			if err != nil {
+				g.logRefusal(ch, code, err)
+				return nil, &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
+			}
+			return h(context.WithValue(ctx, grantKey{}, &Grant{caller: caller, gate: g, ch: ch, code: code}), ch, req)
+		}
+	}
+	return func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		if err := g.acl.Check(g.request(code, ch, req)); err != nil {
 			g.logRefusal(ch, code, err)
 			return nil, &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
 		}
 		return h(ctx, ch, req)
 	}
+}
+
+// request is what the ACL decides req on.
+func (g *Gate) request(code protocol.RequestCode, ch remoting.Channel, req *remoting.Command) Request {
+	r := Request{Code: req.Code, Version: req.Version, Fields: req.ExtFields, Body: req.Body}
+	if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
+		r.Addr = ap.Addr()
+	}
+	r.Topics, r.Groups = bodyResources(code, req.Body)
+	return r
 }
 
 // bodyResources returns the topics and groups a request names in its body. A body that

@@ -95,6 +95,9 @@ func (w *Watcher) ACL() *ACL { return w.cur.Load() }
 // Check is w.ACL().Check(req).
 func (w *Watcher) Check(req Request) error { return w.cur.Load().Check(req) }
 
+// Authorize is w.ACL().Authorize(req).
+func (w *Watcher) Authorize(req Request) (Caller, error) { return w.cur.Load().Authorize(req) }
+
 // Reload reads the file now and swaps in its rules, or returns the error and keeps the
 // current ones. It does not wait for the content to settle.
 func (w *Watcher) Reload() error {

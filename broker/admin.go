@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -61,8 +62,18 @@ func (a *adminHandler) handleDeleteTopic(ctx context.Context, _ remoting.Channel
 	return respond(req, protocol.Success, ""), nil
 }
 
-func (a *adminHandler) handleAllSubscriptionGroups(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := json.Marshal(a.groups.All())
+// handleAllSubscriptionGroups serves GET_ALL_SUBSCRIPTIONGROUP_CONFIG; with ACL on, a
+// non-admin account sees only the groups it may SUB.
+func (a *adminHandler) handleAllSubscriptionGroups(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	all := a.groups.All()
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		for name := range all.SubscriptionGroupTable {
+			if !g.MayGroup(name, acl.PermSub) {
+				delete(all.SubscriptionGroupTable, name)
+			}
+		}
+	}
+	body, err := json.Marshal(all)
 	if err != nil {
 		return nil, err
 	}

@@ -246,7 +246,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
 		rates: b.rates, repl: b.repl,
 	}
-	b.txh = &txHandler{tx: b.tx}
+	b.txh = &txHandler{tx: b.tx, records: b.store}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
 	b.query = &queryHandler{store: b.store, clock: o.Clock}
 	b.admin = &adminHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
@@ -437,6 +437,10 @@ func (b *Broker) HAAddr() string { return b.reg.header.HAServerAddr }
 
 // Addr is the listening address.
 func (b *Broker) Addr() net.Addr { return b.server.Addr() }
+
+// RequestCodes returns the request codes the broker serves, in ascending order (every
+// one has a row in acl.Rules, which a test enforces).
+func (b *Broker) RequestCodes() []int16 { return b.server.Codes() }
 
 // Failed is closed when the broker stops accepting connections on its own (see
 // remoting.Server.Failed); nil before Start. Its owner should shut it down.

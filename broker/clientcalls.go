@@ -14,7 +14,8 @@ package broker
 // each live connection of the group then gets RESET_CONSUMER_CLIENT_OFFSET (220, oneway,
 // as RocketMQ sends it) with the table, and the answer is the same table.
 //
-// CONSUME_MESSAGE_DIRECTLY reads the record named by the offset message id, sets the
+// CONSUME_MESSAGE_DIRECTLY reads the record named by the offset message id (with ACL on,
+// only if the caller may SUB the record's topic, checkRecordTopics), sets the
 // brokerName field to this broker's and forwards the request with the record as body to
 // the connection of the named consumer client of the group; GET_CONSUMER_RUNNING_INFO is
 // forwarded as it is. The client's answer (code, remark, fields, body) is returned as the
@@ -30,6 +31,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -163,6 +165,16 @@ func (h *clientCallHandler) handleConsumeDirectly(ctx context.Context, _ remotin
 	raw, view, err := h.store.ReadRecordBytes(phy)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "consume directly: no message %s on this broker: %v", rh.MsgID, err)
+	}
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		orig, _, err := message.DecodeRecord(raw)
+		if err == nil {
+			err = checkRecordTopics(g, &orig, acl.PermSub)
+		}
+		if err != nil {
+			view.Release()
+			return nil, err
+		}
 	}
 	rec := slices.Clone(raw) // the view is released before the call goes out
 	view.Release()

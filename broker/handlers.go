@@ -73,6 +73,9 @@ func (b *Broker) registerHandlers() error {
 			r.h = b.slaveRefusal(r.code, r.h)
 		}
 		if gate != nil {
+			if r.code == protocol.PullMessage || r.code == protocol.LitePullMessage || r.code == protocol.QueryMessage {
+				r.h = retryCopiesFiltered(r.h)
+			}
 			r.h = gate.Wrap(r.code, r.h)
 		}
 		handle := b.server.Handle

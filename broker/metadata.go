@@ -7,11 +7,15 @@ package broker
 // shape, the delay-level cursors as delayOffset.json's. A slave reads them (with
 // GET_ALL_SUBSCRIPTIONGROUP_CONFIG) from its master to copy the metadata that is not in
 // the commit log (slavesync.go); tools may read them too. No ext fields.
+//
+// With ACL on, GET_ALL_TOPIC_CONFIG shows a non-admin account only the topics it may
+// PUB or SUB (acl.Rule Filtered); the other two are admin-only (the gate refuses them).
 
 import (
 	"context"
 	"strings"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -27,8 +31,15 @@ type metadataHandler struct {
 	}
 }
 
-func (m *metadataHandler) handleAllTopicConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (m *metadataHandler) handleAllTopicConfig(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	w := m.topics.All()
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		for name := range w.TopicConfigTable {
+			if !g.MayTopic(name, acl.PermAny) {
+				delete(w.TopicConfigTable, name)
+			}
+		}
+	}
 	body, err := protocol.EncodeTopicConfigSerializeWrapper(&w)
 	return bodyResponse(req, body, err)
 }

@@ -5,12 +5,16 @@ package broker
 // Behaviour: QUERY_MESSAGE looks up "topic#key" in the index within [beginTimestamp,
 // endTimestamp], at most min(maxNum, 64) hits (32 for a UNIQ_KEY lookup), filtering hash
 // collisions by the real key, and answers the records end to end, or QUERY_NOT_FOUND.
-// VIEW_MESSAGE_BY_ID answers the record at a commit-log offset, or SYSTEM_ERROR.
+// VIEW_MESSAGE_BY_ID answers the record at a commit-log offset, or SYSTEM_ERROR; with ACL
+// on, only when the caller may SUB the record's own topic (checkRecordTopics), whatever
+// topic the header names.
 
 import (
 	"context"
 	"time"
 
+	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -55,7 +59,7 @@ func (q *queryHandler) handleQueryMessage(_ context.Context, _ remoting.Channel,
 	return resp, nil
 }
 
-func (q *queryHandler) handleViewMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (q *queryHandler) handleViewMessage(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ViewMessageRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
@@ -63,6 +67,16 @@ func (q *queryHandler) handleViewMessage(_ context.Context, _ remoting.Channel, 
 	raw, view, err := q.store.ReadRecordBytes(h.Offset)
 	if err != nil {
 		return nil, fail(protocol.SystemError, "can not find message by the offset %d: %v", h.Offset, err)
+	}
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		rec, _, err := message.DecodeRecord(raw)
+		if err == nil {
+			err = checkRecordTopics(g, &rec, acl.PermSub)
+		}
+		if err != nil {
+			view.Release()
+			return nil, err
+		}
 	}
 	resp := respond(req, protocol.Success, "")
 	resp.BodyVec = [][]byte{raw}

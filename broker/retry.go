@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -78,8 +79,11 @@ func (p *retryPolicy) redirectExhausted(h *protocol.SendMessageRequestHeader, re
 	return nil
 }
 
-// handleSendBack serves CONSUMER_SEND_MSG_BACK.
-func (s *sender) handleSendBack(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// handleSendBack serves CONSUMER_SEND_MSG_BACK. With ACL on the caller needs, besides
+// SUB on the group (checked by the gate), SUB on the original record's topic
+// (checkRecordTopics): else any account could copy any record into its own retry topic
+// and pull it from there.
+func (s *sender) handleSendBack(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerSendMsgBackRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
@@ -97,6 +101,9 @@ func (s *sender) handleSendBack(_ context.Context, _ remoting.Channel, req *remo
 		return nil, fail(protocol.SystemError, "look up message at %d: %v", h.Offset, err)
 	}
 	defer view.Release()
+	if err := checkRecordTopics(acl.GrantFrom(ctx), &orig, acl.PermSub); err != nil {
+		return nil, err
+	}
 
 	props := orig.Properties
 	if _, ok := message.LookupProperty(props, message.PropertyRetryTopic); !ok {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/protocol"
@@ -88,14 +90,23 @@ func (h *statsHandler) handleTopicStats(_ context.Context, _ remoting.Channel, r
 
 // handleConsumeStats serves GET_CONSUME_STATS: a group's progress in every queue of the
 // topic asked for (every topic it has offsets or subscriptions for when none is).
-func (h *statsHandler) handleConsumeStats(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+//
+// With ACL on, a non-admin account is refused a topic it names (topic, topicList) but
+// may not SUB, and the topics found from the group leave out those it may not SUB.
+func (h *statsHandler) handleConsumeStats(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var rh protocol.GetConsumeStatsRequestHeader
 	if err := rh.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
 	}
+	grant := acl.GrantFrom(ctx)
 	topics := rh.Topics()
 	if rh.Topic != "" {
 		topics = append(topics, rh.Topic)
+	}
+	for _, t := range topics {
+		if err := grant.CheckTopic(t, acl.PermSub); err != nil {
+			return nil, err
+		}
 	}
 	if len(topics) == 0 {
 		topics = h.offsets.TopicsOf(rh.ConsumerGroup)
@@ -106,6 +117,7 @@ func (h *statsHandler) handleConsumeStats(_ context.Context, _ remoting.Channel,
 				}
 			}
 		}
+		topics = slices.DeleteFunc(topics, func(t string) bool { return !grant.MayTopic(t, acl.PermSub) })
 	}
 	stats := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{},
 		ConsumeTps: h.rates.groupGetTps(rh.ConsumerGroup)}
@@ -137,8 +149,9 @@ func connectionOf(m clients.Member) protocol.Connection {
 		Language: m.Channel.Language, Version: int32(m.Channel.Version)}
 }
 
-// handleConsumerConnections serves GET_CONSUMER_CONNECTION_LIST.
-func (h *statsHandler) handleConsumerConnections(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// handleConsumerConnections serves GET_CONSUMER_CONNECTION_LIST. With ACL on, a
+// non-admin account sees only the subscriptions to topics it may SUB.
+func (h *statsHandler) handleConsumerConnections(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var rh protocol.GetConsumerConnectionListRequestHeader
 	if err := rh.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
@@ -146,6 +159,9 @@ func (h *statsHandler) handleConsumerConnections(_ context.Context, _ remoting.C
 	info, ok := h.clients.ConsumerGroupInfo(rh.ConsumerGroup)
 	if !ok || len(info.Members) == 0 {
 		return nil, fail(protocol.ConsumerNotOnline, "consumer group %s has no connection to this broker", rh.ConsumerGroup)
+	}
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		maps.DeleteFunc(info.Subscriptions, func(t string, _ protocol.SubscriptionData) bool { return !g.MayTopic(t, acl.PermSub) })
 	}
 	cc := protocol.ConsumerConnection{ConsumeFromWhere: info.ConsumeFromWhere, ConsumeType: info.ConsumeType,
 		MessageModel: info.MessageModel, SubscriptionTable: info.Subscriptions}

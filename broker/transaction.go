@@ -17,8 +17,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/store"
 	"github.com/ferrymq/ferry/transaction"
 )
 
@@ -28,13 +31,30 @@ var errNoProducer = errors.New("broker: no live producer connection for the grou
 // txHandler serves END_TRANSACTION.
 type txHandler struct {
 	tx TxnService
+	// records reads the half message, for the ACL check (ACL on only).
+	records interface {
+		ReadMessage(phy int64) (message.Record, *store.View, error)
+	}
 }
 
-// handleEndTransaction serves END_TRANSACTION.
-func (t *txHandler) handleEndTransaction(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// handleEndTransaction serves END_TRANSACTION. With ACL on the caller needs PUB on the
+// half message's real topic (its REAL_TOPIC; the header's topic is not trusted), else
+// any account could commit or roll back another producer's transaction.
+func (t *txHandler) handleEndTransaction(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.EndTransactionRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
+	}
+	if g := acl.GrantFrom(ctx); !g.Unrestricted() {
+		rec, view, err := t.records.ReadMessage(h.CommitLogOffset)
+		if err != nil {
+			return respond(req, protocol.SystemError, "Find prepared transaction message failed"), nil
+		}
+		err = checkRecordTopics(g, &rec, acl.PermPub)
+		view.Release()
+		if err != nil {
+			return nil, err
+		}
 	}
 	res, err := t.tx.End(transaction.EndRequest{
 		ProducerGroup:        h.ProducerGroup,

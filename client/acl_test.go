@@ -20,8 +20,9 @@ import (
 	"github.com/ferrymq/ferry/testutil"
 )
 
-// The accounts of the ACL tests: aclUser may publish and subscribe to Orders only;
-// Payroll (like every other topic) is denied, and admin codes need an admin.
+// The accounts of the ACL tests: aclUser may publish and subscribe to Orders, only
+// subscribe to Reports and only publish to Inbox; Payroll (like every other topic) is
+// denied, its route included, and admin codes need an admin.
 const (
 	aclUser   = "ferryUser"
 	aclSecret = "ferrySecret1"
@@ -31,7 +32,7 @@ accounts:
     secretKey: ferrySecret1
     defaultTopicPerm: DENY
     defaultGroupPerm: SUB
-    topicPerms: ["Orders=PUB|SUB"]
+    topicPerms: ["Orders=PUB|SUB", "Reports=SUB", "Inbox=PUB"]
 `
 )
 
@@ -378,14 +379,17 @@ func TestACLRefusals(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		_, err = p.Send(ctx, message.NewMessage("Payroll", []byte("x")))
-		refused(t, err, `topic "Payroll"`, "SEND_MESSAGE_V2", "PUB")
-		_, err = p.SendBatch(ctx, []*message.Message{message.NewMessage("Payroll", []byte("x")), message.NewMessage("Payroll", []byte("y"))})
-		refused(t, err, `topic "Payroll"`)
+		refused(t, err, `topic "Payroll"`, "GET_ROUTEINFO_BY_TOPIC")
+		require.ErrorIs(t, err, ErrNoRoute, "a denied topic has no route for the account")
+		_, err = p.Send(ctx, message.NewMessage("Reports", []byte("x")))
+		refused(t, err, `topic "Reports"`, "SEND_MESSAGE_V2", "PUB")
+		_, err = p.SendBatch(ctx, []*message.Message{message.NewMessage("Reports", []byte("x")), message.NewMessage("Reports", []byte("y"))})
+		refused(t, err, `topic "Reports"`)
 
 		pc, err := c.NewPullConsumer("acl-consumer")
 		require.NoError(t, err)
-		_, err = pc.Pull(ctx, MessageQueue{Topic: "Payroll", BrokerName: "broker-a"}, 0, 1, "*")
-		refused(t, err, `topic "Payroll"`, "PULL_MESSAGE", "SUB")
+		_, err = pc.Pull(ctx, MessageQueue{Topic: "Inbox", BrokerName: "broker-a"}, 0, 1, "*")
+		refused(t, err, `topic "Inbox"`, "PULL_MESSAGE", "SUB")
 
 		_, err = c.Admin().BrokerConfig(ctx, f.brokerAddr)
 		refused(t, err, "GET_BROKER_CONFIG (26) needs an admin account")

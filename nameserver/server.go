@@ -196,6 +196,10 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// RequestCodes returns the request codes the name server serves, in ascending order
+// (every one has a row in acl.Rules, which a test enforces).
+func (s *Server) RequestCodes() []int16 { return s.rs.Codes() }
+
 // Table returns the server's route table (for in-process inspection).
 func (s *Server) Table() *RouteTable { return s.table }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,6 +250,16 @@ func (s *Server) handle(code int16, pool string, h Handler, reuse bool) error {
 	}
 	s.routes[code] = route{h: h, pool: p, reuse: reuse}
 	return nil
+}
+
+// Codes returns the request codes registered with Handle, in ascending order.
+func (s *Server) Codes() []int16 {
+	out := make([]int16, 0, len(s.routes))
+	for code := range s.routes {
+		out = append(out, code)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Start serves ln in the background until Shutdown. Without TLS the netpoll reactor
