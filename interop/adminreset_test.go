@@ -28,8 +28,8 @@ import (
 // commits (see resetMoment): the Go client commits the reset offsets itself, oneway, 10 s
 // after it got the reset, and a periodic commit of its old offsets sent a few
 // milliseconds earlier may be applied after it by the broker's workers (as by RocketMQ's
-// consumer-manage executor). The client then re-reads its offsets, gets the old ones and
-// never reads again. Sent right after waitCommitted (which the client's first persist,
+// consumer-manage executor). The client then asks the broker for its offsets, gets the
+// old ones and never reads again. Sent right after waitCommitted (which the client's first persist,
 // 10 s after its start, satisfies), the reset put the two commits milliseconds apart.
 func TestAdminCallsReachOfficialConsumer(t *testing.T) {
 	const (
@@ -151,7 +151,8 @@ const (
 // resetMoment is the first moment not before now that lies half a persist period after
 // one of the persists of a Go consumer started at started, and after its first one. The
 // client's reset pause is two periods, so a reset sent then is committed by the client
-// 2.5 s away from its periodic commits, and the broker cannot apply them out of order.
+// 2.5 s away from its periodic commits: only a worker stalled that long could apply them
+// out of order.
 func resetMoment(started, now time.Time) time.Time {
 	at := started.Add(goClientFirstPersist + goClientPersistEvery/2)
 	for at.Before(now) {
