@@ -7,8 +7,10 @@ package broker
 // is then answered as RocketMQ 4.x does (§7.3): SLAVE_NOT_AVAILABLE at once when no
 // slave is connected or the best slave is HASlaveFallbehindMax or more behind the
 // message's end; otherwise it waits up to HASlaveTimeout for a slave's acknowledgement
-// of that end and answers FLUSH_SLAVE_TIMEOUT when none comes. The message stays stored
-// in both cases. The wait comes after the sync flush (§7.4): a flush timeout is kept
+// of that end and answers FLUSH_SLAVE_TIMEOUT when none comes — or SLAVE_NOT_AVAILABLE
+// as soon as the last slave disconnects during the wait (RocketMQ waits out the timeout;
+// a client whose send timeout is shorter then resends a message that is stored). The
+// message stays stored in every case. The wait comes after the sync flush (§7.4): a flush timeout is kept
 // when the slave acknowledges, a slave failure replaces it.
 //
 // A slave runs an ha.Slave appending into its store's commit log (its dispatcher builds
@@ -20,6 +22,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -171,6 +174,11 @@ func (r *replication) afterPut(ctx context.Context, end int64, wait bool, code p
 	defer cancel()
 	if err := r.master.WaitAck(wctx, end); err != nil {
 		r.log.Debug().Err(err).Int64("end", end).Msg("slave acknowledgement missing")
+		if errors.Is(err, ha.ErrNoSlave) {
+			// The last slave disconnected while the send waited: answered at once, not
+			// at haSlaveTimeout, which the client might outlast and resend.
+			return protocol.SlaveNotAvailable
+		}
 		return protocol.FlushSlaveTimeout
 	}
 	return code

@@ -202,3 +202,55 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 	require.Equal(t, int16(protocol.SlaveNotAvailable), resp.Code, resp.Remark)
 	stored(9)
 }
+
+// A SYNC_MASTER send waiting for its slave is answered SLAVE_NOT_AVAILABLE as soon as the
+// last slave disconnects, not FLUSH_SLAVE_TIMEOUT at haSlaveTimeout: a client whose send
+// timeout is shorter than haSlaveTimeout would otherwise time out and resend a message
+// that is stored (issue: duplicates on a slave's death). The message is stored once.
+func TestSyncMasterAnswersWhenLastSlaveLeaves(t *testing.T) {
+	const slaveTimeout = 20 * time.Second // far beyond the wait below
+	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
+		cfg.Role, cfg.HASlaveTimeout = conf.SyncMaster, slaveTimeout
+	}))
+	ro := remoting.DefaultClientOptions()
+	ro.RequestTimeout = 2 * slaveTimeout
+	rc, err := remoting.NewClient(ro)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rc.Close()) }()
+
+	px := testutil.StartProxy(t, c.Broker.HAAddr())
+	defer px.Close()
+	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.Addr() })
+	defer s.Stop(t)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return kv(t, rc, c.BrokerAddr, protocol.GetBrokerRuntimeInfo)["ferryHaSlaves"] == "1"
+	}, "slave connected")
+	resp := sendRaw(t, rc, c.BrokerAddr, "SyncGone", []byte("acked"), true)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+
+	// The slave stops acknowledging (the proxy holds its bytes), a send waits for it...
+	px.SetFrozen(true)
+	props, err := message.EncodeProperties(map[string]string{message.PropertyWaitStoreMsgOK: "true"})
+	require.NoError(t, err)
+	req := protocol.NewRequest(protocol.SendMessageV2, &protocol.SendMessageRequestHeaderV2{
+		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "HaPG", Topic: "SyncGone",
+			DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, BornTimestamp: time.Now().UnixMilli(), Properties: string(props)}})
+	req.Body = []byte("in flight")
+	type result struct {
+		resp *remoting.Command
+		err  error
+	}
+	answer := make(chan result, 1)
+	go func() {
+		resp, err := rc.Invoke(context.Background(), c.BrokerAddr, req)
+		answer <- result{resp, err}
+	}()
+	testutil.Eventually(t, 10*time.Second, func() bool { return c.Broker.Store().MaxOffset("SyncGone", 0) == 2 },
+		"the in-flight message stored")
+	// ...and the slave's connection closes: the send is answered now.
+	px.Close()
+	r := <-answer
+	require.NoError(t, r.err)
+	require.Equal(t, int16(protocol.SlaveNotAvailable), r.resp.Code, "answered at the slave's disconnect: %s", r.resp.Remark)
+	require.Equal(t, int64(2), c.Broker.Store().MaxOffset("SyncGone", 0), "stored once")
+}

@@ -35,5 +35,5 @@ func BenchmarkReplication1KiB(b *testing.B) {
 	m.Notify()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(b, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(b, waitAck(ctx, m, ml.MaxOffset()))
 }

@@ -18,7 +18,8 @@ import (
 // reports and a writer goroutine streaming frames.
 type masterConn struct {
 	m    *Master
-	conn net.Conn
+	raw  net.Conn // the accepted connection: closing it ends everything
+	conn net.Conn // what the loops read and write (raw, or TLS over it)
 	log  zerolog.Logger
 	kick chan struct{} // the log grew (Master.Notify)
 
@@ -26,11 +27,13 @@ type masterConn struct {
 	ack   atomic.Int64     // the last report
 	done  chan struct{}
 	once  sync.Once
+	slave bool // counted in Master.mu.slaves; guarded by Master.mu
 }
 
 func newMasterConn(m *Master, conn net.Conn) *masterConn {
 	return &masterConn{
 		m:     m,
+		raw:   conn,
 		conn:  conn,
 		log:   m.log.With().Str("slave", conn.RemoteAddr().String()).Logger(),
 		kick:  make(chan struct{}, 1),
@@ -49,6 +52,10 @@ type firstReport struct {
 // run serves the connection until either side fails, then closes it.
 func (c *masterConn) run() {
 	defer c.m.remove(c)
+	if !c.m.register(c) {
+		_ = c.raw.Close()
+		return
+	}
 	var wg sync.WaitGroup
 	var rerr, werr error
 	wg.Go(func() { rerr = c.readLoop(); c.shutdown() })
@@ -73,7 +80,7 @@ func (c *masterConn) run() {
 func (c *masterConn) shutdown() {
 	c.once.Do(func() {
 		close(c.done)
-		_ = c.conn.Close()
+		_ = c.raw.Close()
 	})
 }
 
