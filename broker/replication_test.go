@@ -3,7 +3,12 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +16,9 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/testutil"
@@ -253,4 +260,68 @@ func TestSyncMasterAnswersWhenLastSlaveLeaves(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, int16(protocol.SlaveNotAvailable), r.resp.Code, "answered at the slave's disconnect: %s", r.resp.Remark)
 	require.Equal(t, int64(2), c.Broker.Store().MaxOffset("SyncGone", 0), "stored once")
+}
+
+// With ACL on and TLS enforcing on the master, its HA port gives an anonymous client
+// nothing, plain or TLS, and a slave with the broker credentials (an admin account)
+// dialing TLS (tlsToNamesrv) replicates.
+func TestReplicationWithACLAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "plain_acl.yml")
+	require.NoError(t, os.WriteFile(aclFile, []byte(`
+accounts:
+  - accessKey: ferryAdmin
+    secretKey: admin-secret
+    admin: true
+`), 0o600))
+	cert, key := testutil.SelfSignedCert(t)
+	srvTLS, err := remoting.LoadServerTLS(cert, key, "", false)
+	require.NoError(t, err)
+	c := testutil.StartCluster(t,
+		testutil.WithNameServerOptions(func(o *nameserver.Options) {
+			o.TLS = &remoting.TLSConfig{Mode: remoting.TLSPermissive, Config: srvTLS}
+		}),
+		testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
+			cfg.ACLEnable, cfg.ACLFile = true, aclFile
+			cfg.AccessKey, cfg.SecretKey = "ferryAdmin", "admin-secret"
+			cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile = "enforcing", cert, key
+		}))
+	anonymous := func(useTLS bool) int {
+		t.Helper()
+		conn, err := net.Dial("tcp", c.Broker.HAAddr())
+		require.NoError(t, err)
+		defer func() { _ = conn.Close() }()
+		if useTLS {
+			conn = tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}) //nolint:gosec // the test's self-signed certificate
+		}
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		var report [ha.ReportSize]byte
+		ha.PutReport(report[:], 0)
+		if _, err := conn.Write(report[:]); err != nil {
+			return 0 // refused before the report was taken
+		}
+		got, buf := 0, make([]byte, 4096)
+		for got <= ha.FrameHeaderSize { // until it closes, or once it streams
+			n, err := conn.Read(buf)
+			got += n
+			if err != nil {
+				var ne net.Error
+				require.False(t, errors.As(err, &ne) && ne.Timeout(), "the master neither refused nor streamed")
+				break
+			}
+		}
+		return got
+	}
+	rec := message.Record{Topic: []byte("HASecure"), Body: []byte("secret payload"), BornTimestamp: time.Now().UnixMilli()}
+	_, err = c.Broker.Store().PutMessage(&rec, false)
+	require.NoError(t, err)
+	require.Zero(t, anonymous(false), "plain anonymous HA client")
+	require.Zero(t, anonymous(true), "TLS anonymous HA client")
+
+	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.TLSToNamesrv = true })
+	defer s.Stop(t)
+	end := c.Broker.Store().CommitLog().MaxOffset()
+	require.Positive(t, end)
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().CommitLog().MaxOffset() == end },
+		"the slave replicated over TLS with its credentials")
 }

@@ -38,6 +38,9 @@ type Master struct {
 	}
 	stop chan struct{}
 	g    group
+
+	nonceMu sync.Mutex
+	nonces  map[[HelloNonceSize]byte]time.Time // hello nonces accepted, until they expire
 }
 
 // SlaveInfo describes one connected slave.
@@ -53,6 +56,7 @@ func NewMaster(opts MasterOptions) (*Master, error) {
 	}
 	m := &Master{opts: opts, log: opts.Logger.With().Str("component", "ha-master").Logger(), stop: make(chan struct{})}
 	m.mu.conns = make(map[*masterConn]struct{})
+	m.nonces = make(map[[HelloNonceSize]byte]time.Time)
 	m.mu.changed = make(chan struct{})
 	m.g.goTracked(m.acceptLoop)
 	return m, nil
@@ -207,7 +211,6 @@ func (m *Master) acceptLoop() {
 		}
 		m.mu.conns[c] = struct{}{}
 		m.mu.Unlock()
-		m.log.Info().Str("slave", conn.RemoteAddr().String()).Msg("slave connected")
 		m.g.goTracked(c.run)
 	}
 }
