@@ -35,7 +35,7 @@ var admin = acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "admin-secret"}
 
 // newAuthMaster is a master of broker-a requiring authentication against authACL, with
 // tlsConf as its listener's TLS (nil: plain).
-func newAuthMaster(t *testing.T, l *commitlog.Log, tlsConf *remoting.TLSConfig) *Master {
+func newAuthMaster(t testing.TB, l *commitlog.Log, tlsConf *remoting.TLSConfig) *Master {
 	t.Helper()
 	a, err := acl.Parse([]byte(authACL))
 	require.NoError(t, err)
@@ -52,7 +52,7 @@ func newAuthMaster(t *testing.T, l *commitlog.Log, tlsConf *remoting.TLSConfig) 
 }
 
 // newAuthSlave is a slave of broker-a with creds, dialing with tlsConf (nil: plain).
-func newAuthSlave(t *testing.T, l *commitlog.Log, addr string, creds acl.Credentials, name string, tlsConf *tls.Config) *Slave {
+func newAuthSlave(t testing.TB, l *commitlog.Log, addr string, creds acl.Credentials, name string, tlsConf *tls.Config) *Slave {
 	t.Helper()
 	o := DefaultSlaveOptions()
 	o.Log, o.MasterAddr, o.Logger = l, addr, testLogger(t)
@@ -182,7 +182,7 @@ func TestUnauthenticatedMasterServesBoth(t *testing.T) {
 }
 
 // testServerTLS is a self-signed certificate for 127.0.0.1.
-func testServerTLS(t *testing.T) *tls.Config {
+func testServerTLS(t testing.TB) *tls.Config {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
