@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -241,8 +242,9 @@ func (s *Slave) session() (progressed bool, err error) {
 		var h FrameHeader
 		h, buf, err = ReadFrame(r, hdr[:], buf, s.opts.MaxFrame)
 		if err != nil {
-			if framesSeen == 0 && errors.Is(err, io.EOF) {
-				// The master drops a slave that is ahead of it right after its report.
+			if framesSeen == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+				// The master drops a slave it refuses, or one that is ahead of it, right
+				// after its hello or report (a reset when the master left bytes unread).
 				return progressed, fmt.Errorf("%w: closed at once after our offset %d: %w", errMasterBehind, start, err)
 			}
 			return progressed, fmt.Errorf("ha: read frame: %w", err)
