@@ -159,11 +159,13 @@ type Options struct {
 	// permissive or enforcing). nil: plain only.
 	TLS *remoting.TLSConfig
 	// NamesrvTLS, when set, is the TLS configuration the broker dials its name servers
-	// (and, on a slave, its master's broker port for metadata sync) with. nil: plain.
+	// (and, on a slave, its master's broker port for metadata sync and its HA port for
+	// replication) with. nil: plain.
 	NamesrvTLS *tls.Config
 	// Credentials sign the requests this broker sends to name servers (registration)
-	// and, on a slave, to its master (metadata sync), for peers with ACL on. Empty
-	// AccessKey: unsigned.
+	// and, on a slave, to its master (metadata sync), for peers with ACL on; a slave
+	// also proves them to its master's HA port (an admin account there, when the
+	// master has ACL on). Empty AccessKey: unsigned, and no replication hello.
 	Credentials acl.Credentials
 
 	// TransactionTimeout is the age of an unresolved half message before its first

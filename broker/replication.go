@@ -7,9 +7,18 @@ package broker
 // is then answered as RocketMQ 4.x does (§7.3): SLAVE_NOT_AVAILABLE at once when no
 // slave is connected or the best slave is HASlaveFallbehindMax or more behind the
 // message's end; otherwise it waits up to HASlaveTimeout for a slave's acknowledgement
-// of that end and answers FLUSH_SLAVE_TIMEOUT when none comes. The message stays stored
-// in both cases. The wait comes after the sync flush (§7.4): a flush timeout is kept
+// of that end and answers FLUSH_SLAVE_TIMEOUT when none comes — or SLAVE_NOT_AVAILABLE
+// as soon as the last slave disconnects during the wait (RocketMQ waits out the timeout;
+// a client whose send timeout is shorter then resends a message that is stored). The
+// message stays stored in every case. The wait comes after the sync flush (§7.4): a flush timeout is kept
 // when the slave acknowledges, a slave failure replaces it.
+//
+// Security (docs/security.md, Replication): with ACL on, the master's HA listener admits
+// only slaves that prove an admin account of its accounts file in a hello (ha/frame.go),
+// and sends nothing to others; a slave proves Options.Credentials (broker.accessKey /
+// secretKey, the account it registers with). The listener follows the broker port's TLS
+// mode (Options.TLS); a slave dials TLS with Options.NamesrvTLS (broker.tlsToNamesrv),
+// as it does its master's broker port for the metadata sync.
 //
 // A slave runs an ha.Slave appending into its store's commit log (its dispatcher builds
 // the consume queues and index) towards HAMasterAddr, or towards the master HA address
@@ -20,17 +29,22 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // replication is the broker's side of HA: the master or the slave, by role.
@@ -44,6 +58,11 @@ type replication struct {
 	timeout      time.Duration
 	fallbehind   int64
 	staticMaster string
+	brokerName   string
+	auth         ha.Authenticator    // a master's, with ACL on: slaves prove an admin account
+	tls          *remoting.TLSConfig // a master's HA listener follows the broker port's mode
+	creds        acl.Credentials     // a slave's, proved to its master
+	dialTLS      *tls.Config         // a slave's, dialing its master (NamesrvTLS)
 
 	master *ha.Master // a master's, set by startMaster before the server serves
 
@@ -56,8 +75,24 @@ type replication struct {
 }
 
 func newReplication(o *Options, cl *commitlog.Log, log zerolog.Logger) *replication {
-	return &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
-		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr}
+	r := &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
+		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr, brokerName: o.BrokerName,
+		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS}
+	if o.ACL != nil {
+		if a, ok := o.ACL.(ha.Authenticator); ok {
+			r.auth = a
+		} else {
+			r.auth = refuseReplication{} // a checker that cannot judge slaves admits none
+		}
+	}
+	return r
+}
+
+// refuseReplication refuses every slave.
+type refuseReplication struct{}
+
+func (refuseReplication) CheckReplication(netip.Addr, string, []byte, []byte) error {
+	return fmt.Errorf("%w: this broker's ACL cannot check replication accounts", acl.ErrNoPermission)
 }
 
 // listenAddr is where a master's HA listener binds: HAListen, else HAAddr, else the
@@ -103,6 +138,7 @@ func haRegisterAddr(o *Options, bound net.Addr) string {
 func (r *replication) startMaster(ln net.Listener) error {
 	mo := ha.DefaultMasterOptions()
 	mo.Log, mo.Listener, mo.Logger = r.cl, ln, r.log
+	mo.Auth, mo.TLS, mo.BrokerName = r.auth, r.tls, r.brokerName
 	m, err := ha.NewMaster(mo)
 	if err != nil {
 		_ = ln.Close()
@@ -144,6 +180,7 @@ func (r *replication) follow(addr string) error {
 	}
 	so := ha.DefaultSlaveOptions()
 	so.Log, so.MasterAddr, so.Logger = r.cl, addr, r.log
+	so.Credentials, so.BrokerName, so.TLS = r.creds, r.brokerName, r.dialTLS
 	s, err := ha.NewSlave(so)
 	if err != nil {
 		return err
@@ -171,6 +208,11 @@ func (r *replication) afterPut(ctx context.Context, end int64, wait bool, code p
 	defer cancel()
 	if err := r.master.WaitAck(wctx, end); err != nil {
 		r.log.Debug().Err(err).Int64("end", end).Msg("slave acknowledgement missing")
+		if errors.Is(err, ha.ErrNoSlave) {
+			// The last slave disconnected while the send waited: answered at once, not
+			// at haSlaveTimeout, which the client might outlast and resend.
+			return protocol.SlaveNotAvailable
+		}
 		return protocol.FlushSlaveTimeout
 	}
 	return code

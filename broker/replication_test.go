@@ -3,7 +3,12 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +16,9 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/testutil"
@@ -201,4 +208,120 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 	resp = sendRaw(t, rc, c.BrokerAddr, "SyncTopic", []byte("slave gone"), true)
 	require.Equal(t, int16(protocol.SlaveNotAvailable), resp.Code, resp.Remark)
 	stored(9)
+}
+
+// A SYNC_MASTER send waiting for its slave is answered SLAVE_NOT_AVAILABLE as soon as the
+// last slave disconnects, not FLUSH_SLAVE_TIMEOUT at haSlaveTimeout: a client whose send
+// timeout is shorter than haSlaveTimeout would otherwise time out and resend a message
+// that is stored (issue: duplicates on a slave's death). The message is stored once.
+func TestSyncMasterAnswersWhenLastSlaveLeaves(t *testing.T) {
+	const slaveTimeout = 20 * time.Second // far beyond the wait below
+	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
+		cfg.Role, cfg.HASlaveTimeout = conf.SyncMaster, slaveTimeout
+	}))
+	ro := remoting.DefaultClientOptions()
+	ro.RequestTimeout = 2 * slaveTimeout
+	rc, err := remoting.NewClient(ro)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rc.Close()) }()
+
+	px := testutil.StartProxy(t, c.Broker.HAAddr())
+	defer px.Close()
+	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.Addr() })
+	defer s.Stop(t)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return kv(t, rc, c.BrokerAddr, protocol.GetBrokerRuntimeInfo)["ferryHaSlaves"] == "1"
+	}, "slave connected")
+	resp := sendRaw(t, rc, c.BrokerAddr, "SyncGone", []byte("acked"), true)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+
+	// The slave stops acknowledging (the proxy holds its bytes), a send waits for it...
+	px.SetFrozen(true)
+	props, err := message.EncodeProperties(map[string]string{message.PropertyWaitStoreMsgOK: "true"})
+	require.NoError(t, err)
+	req := protocol.NewRequest(protocol.SendMessageV2, &protocol.SendMessageRequestHeaderV2{
+		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "HaPG", Topic: "SyncGone",
+			DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, BornTimestamp: time.Now().UnixMilli(), Properties: string(props)}})
+	req.Body = []byte("in flight")
+	type result struct {
+		resp *remoting.Command
+		err  error
+	}
+	answer := make(chan result, 1)
+	go func() {
+		resp, err := rc.Invoke(context.Background(), c.BrokerAddr, req)
+		answer <- result{resp, err}
+	}()
+	testutil.Eventually(t, 10*time.Second, func() bool { return c.Broker.Store().MaxOffset("SyncGone", 0) == 2 },
+		"the in-flight message stored")
+	// ...and the slave's connection closes: the send is answered now.
+	px.Close()
+	r := <-answer
+	require.NoError(t, r.err)
+	require.Equal(t, int16(protocol.SlaveNotAvailable), r.resp.Code, "answered at the slave's disconnect: %s", r.resp.Remark)
+	require.Equal(t, int64(2), c.Broker.Store().MaxOffset("SyncGone", 0), "stored once")
+}
+
+// With ACL on and TLS enforcing on the master, its HA port gives an anonymous client
+// nothing, plain or TLS, and a slave with the broker credentials (an admin account)
+// dialing TLS (tlsToNamesrv) replicates.
+func TestReplicationWithACLAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "plain_acl.yml")
+	require.NoError(t, os.WriteFile(aclFile, []byte(`
+accounts:
+  - accessKey: ferryAdmin
+    secretKey: admin-secret
+    admin: true
+`), 0o600))
+	cert, key := testutil.SelfSignedCert(t)
+	srvTLS, err := remoting.LoadServerTLS(cert, key, "", false)
+	require.NoError(t, err)
+	c := testutil.StartCluster(t,
+		testutil.WithNameServerOptions(func(o *nameserver.Options) {
+			o.TLS = &remoting.TLSConfig{Mode: remoting.TLSPermissive, Config: srvTLS}
+		}),
+		testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
+			cfg.ACLEnable, cfg.ACLFile = true, aclFile
+			cfg.AccessKey, cfg.SecretKey = "ferryAdmin", "admin-secret"
+			cfg.TLSMode, cfg.TLSCertFile, cfg.TLSKeyFile = "enforcing", cert, key
+		}))
+	anonymous := func(useTLS bool) int {
+		t.Helper()
+		conn, err := net.Dial("tcp", c.Broker.HAAddr())
+		require.NoError(t, err)
+		defer func() { _ = conn.Close() }()
+		if useTLS {
+			conn = tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}) //nolint:gosec // the test's self-signed certificate
+		}
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		var report [ha.ReportSize]byte
+		ha.PutReport(report[:], 0)
+		if _, err := conn.Write(report[:]); err != nil {
+			return 0 // refused before the report was taken
+		}
+		got, buf := 0, make([]byte, 4096)
+		for got <= ha.FrameHeaderSize { // until it closes, or once it streams
+			n, err := conn.Read(buf)
+			got += n
+			if err != nil {
+				var ne net.Error
+				require.False(t, errors.As(err, &ne) && ne.Timeout(), "the master neither refused nor streamed")
+				break
+			}
+		}
+		return got
+	}
+	rec := message.Record{Topic: []byte("HASecure"), Body: []byte("secret payload"), BornTimestamp: time.Now().UnixMilli()}
+	_, err = c.Broker.Store().PutMessage(&rec, false)
+	require.NoError(t, err)
+	require.Zero(t, anonymous(false), "plain anonymous HA client")
+	require.Zero(t, anonymous(true), "TLS anonymous HA client")
+
+	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.TLSToNamesrv = true })
+	defer s.Stop(t)
+	end := c.Broker.Store().CommitLog().MaxOffset()
+	require.Positive(t, end)
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.Broker.Store().CommitLog().MaxOffset() == end },
+		"the slave replicated over TLS with its credentials")
 }

@@ -253,9 +253,10 @@ type BrokerConfig struct {
 	// ACLEnable. Default "". Key broker.aclFile, env FERRY_BROKER_ACL_FILE.
 	ACLFile string `mapstructure:"aclFile"`
 	// AccessKey signs, with SecretKey, what this broker sends to name servers
-	// and, on a SLAVE, to its master, for peers with ACL on (an admin account
-	// of theirs). Empty: unsigned. Default "". Key broker.accessKey, env
-	// FERRY_BROKER_ACCESS_KEY.
+	// and, on a SLAVE, to its master (metadata sync, and the replication
+	// hello a master with ACL on requires), for peers with ACL on (an admin
+	// account of theirs). Empty: unsigned. Default "". Key broker.accessKey,
+	// env FERRY_BROKER_ACCESS_KEY.
 	AccessKey string `mapstructure:"accessKey"`
 	// SecretKey is AccessKey's secret. Default "". Key broker.secretKey, env
 	// FERRY_BROKER_SECRET_KEY.
@@ -263,8 +264,8 @@ type BrokerConfig struct {
 
 	// TLSMode is what the broker's port accepts, as RocketMQ's tls.server.mode:
 	// "disabled" (plain only), "permissive" (TLS and plain on one port) or
-	// "enforcing" (TLS only). Default "disabled". Key broker.tlsMode, env
-	// FERRY_BROKER_TLS_MODE.
+	// "enforcing" (TLS only); a master's HA port follows it. Default
+	// "disabled". Key broker.tlsMode, env FERRY_BROKER_TLS_MODE.
 	TLSMode string `mapstructure:"tlsMode"`
 	// TLSCertFile is the PEM certificate chain the broker presents. Required
 	// unless tlsMode is disabled. Default "". Key broker.tlsCertFile, env
@@ -284,8 +285,9 @@ type BrokerConfig struct {
 	// FERRY_BROKER_TLS_REQUIRE_CLIENT_CERT.
 	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert"`
 	// TLSToNamesrv registers with the name servers over TLS (for name
-	// servers with tlsMode enforcing). Default false. Key
-	// broker.tlsToNamesrv, env FERRY_BROKER_TLS_TO_NAMESRV.
+	// servers with tlsMode enforcing); a SLAVE also dials its master's broker
+	// and HA ports with TLS. Default false. Key broker.tlsToNamesrv, env
+	// FERRY_BROKER_TLS_TO_NAMESRV.
 	TLSToNamesrv bool `mapstructure:"tlsToNamesrv"`
 	// DelayLevels is the delay of each message delay level (level n = n-th
 	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key

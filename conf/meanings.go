@@ -71,7 +71,7 @@ func keyMeanings() map[string]string {
 		"broker.tlsKeyFile":                    "PEM private key of broker.tlsCertFile",
 		"broker.tlsClientCaFile":               "PEM CAs client certificates are verified against (empty: not checked)",
 		"broker.tlsRequireClientCert":          "refuse TLS clients without a certificate from broker.tlsClientCaFile",
-		"broker.tlsToNamesrv":                  "register with the name servers over TLS",
+		"broker.tlsToNamesrv":                  "register with the name servers (a SLAVE: also reach its master, HA port included) over TLS",
 		"namesrv.tlsMode":                      "TLS on the name-server port: disabled, permissive (TLS and plain) or enforcing (TLS only)",
 		"namesrv.tlsCertFile":                  "PEM certificate chain the name server presents",
 		"namesrv.tlsKeyFile":                   "PEM private key of namesrv.tlsCertFile",

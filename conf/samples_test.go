@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -85,4 +86,32 @@ func TestSampleSegmentSizes(t *testing.T) {
 	for _, f := range []string{"broker.yaml", "broker-sync.yaml", "broker-slave.yaml"} {
 		require.Equal(t, 1*GiB, loadSample(t, f).Broker.CommitLogSegmentSize, f)
 	}
+}
+
+// clientSendTimeout is the official clients' default send timeout (Go and Java: 3 s).
+const clientSendTimeout = 3 * time.Second
+
+// Every master sample that is or may be run as a SYNC_MASTER (the deploy/local masters
+// get their role from cluster.sh) answers a send whose slave does not acknowledge
+// before the clients' default send timeout, with room to spare: a client that times out
+// first resends a message that is stored, and it is stored twice.
+func TestSampleSyncMastersAnswerBeforeClientTimeout(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"*.yaml", "../deploy/conf/*.yaml", "../deploy/local/*.yaml"} {
+		m, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		files = append(files, m...)
+	}
+	checked := 0
+	for _, f := range files {
+		b := loadSample(t, f).Broker
+		local := strings.HasPrefix(f, "../deploy/local/") && b.BrokerID == 0 && strings.HasPrefix(filepath.Base(f), "broker")
+		if b.Role != SyncMaster && !local {
+			continue
+		}
+		checked++
+		require.LessOrEqual(t, b.EffectiveHASlaveTimeout(), clientSendTimeout-time.Second,
+			"%s: haSlaveTimeout must leave the client's %s send timeout a second for the network and the flush", f, clientSendTimeout)
+	}
+	require.GreaterOrEqual(t, checked, 5, "broker-sync.yaml and the four deploy masters")
 }

@@ -14,8 +14,16 @@
 // commitlog.Log.AppendReplica, so its log is a byte-identical prefix of the master's and
 // its store's dispatcher builds consume queues and index from the replicated records.
 //
-// Files: frame.go (wire format), options.go, master.go (listener and per-slave
-// connections), slave.go, group.go (goroutine tracking).
+// Ferry adds, off by default and compatible with RocketMQ peers when off: TLS on the
+// master's listener (MasterOptions.TLS, the broker's tlsMode; SlaveOptions.TLS) and a
+// slave's proof of an account (SlaveOptions.Credentials, checked by
+// MasterOptions.Auth, the broker's ACL) in a hello before its first report; a master
+// that requires it sends nothing to a connection without a valid one. A master answers
+// WaitAck with ErrNoSlave as soon as its last slave disconnects.
+//
+// Files: frame.go (wire format, hello included), auth.go (TLS and hello handshake),
+// options.go, master.go (listener and per-slave connections), slave.go, group.go
+// (goroutine tracking).
 //
 // Goroutines: Master owns one accept loop and, per slave connection, a reader (offset
 // reports) and a writer (frames); Slave owns one connection loop and, per connection, a

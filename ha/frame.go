@@ -129,3 +129,118 @@ func (d *ReportDecoder) Feed(b []byte) (last int64, ok bool, err error) {
 	}
 	return last, ok, nil
 }
+
+// Authentication and TLS (Ferry's additions; a RocketMQ slave or master knows neither).
+//
+// A master whose listener runs TLS (MasterOptions.TLS, the broker's tlsMode) tells the
+// two apart by the first byte, as the broker port does: 0x16 starts a TLS handshake,
+// after which everything below runs inside TLS; in enforcing mode any other first byte
+// closes the connection. Plain or TLS, an authenticating slave (SlaveOptions.AccessKey
+// set) then sends one hello before its first offset report:
+//
+//	+-------------+-------------+-------------------+--------------+
+//	| magic (4)   | version (1) | timestamp int64   | nonce (16)   |
+//	| FE 46 48 41 | 1           | (8, Unix ms)      | random       |
+//	+-------------+-------------+-------------------+--------------+
+//	| nameLen (1) | brokerName (nameLen bytes, UTF-8)                |
+//	+-------------+--------------------------------------------------+
+//	| keyLen (1)  | accessKey (keyLen bytes, UTF-8)                  |
+//	+-------------+--------------------------------------------------+
+//	| mac (32): HMAC-SHA256(secretKey, every byte of the hello before it) |
+//	+--------------------------------------------------------------------+
+//
+// The magic's first byte 0xFE can start neither an offset report (it would be a
+// negative offset) nor a TLS record. A master that requires authentication
+// (MasterOptions.Auth, the broker's ACL) reads the hello within HandshakeTimeout and
+// accepts it when the version is 1, brokerName is its own, the timestamp is within
+// MaxClockSkew of its clock, the nonce was not used in that window (no replay), and
+// Auth accepts the access key and MAC (acl.ACL.CheckReplication: an admin account).
+// Otherwise, or when the connection starts with anything but a hello, it logs why and
+// closes the connection without having sent a byte of its own. The master answers
+// nothing to the hello itself: its first frame is the acceptance. A master that does not
+// require authentication reads a hello and ignores it.
+const (
+	// HelloVersion is the hello's version.
+	HelloVersion = 1
+	// HelloNonceSize is the size of the hello's nonce.
+	HelloNonceSize = 16
+	// HelloMACSize is the size of the hello's MAC (HMAC-SHA256).
+	HelloMACSize = 32
+	// helloFixed is the size of the hello up to brokerName's length byte.
+	helloFixed = 4 + 1 + 8 + HelloNonceSize
+	// MaxHelloSize bounds a hello.
+	MaxHelloSize = helloFixed + 1 + 255 + 1 + 255 + HelloMACSize
+)
+
+// helloMagic starts a hello.
+var helloMagic = [4]byte{0xFE, 'F', 'H', 'A'}
+
+// Hello is a slave's proof of an account.
+type Hello struct {
+	Version    byte
+	Timestamp  int64 // Unix milliseconds
+	Nonce      [HelloNonceSize]byte
+	BrokerName string
+	AccessKey  string
+	MAC        [HelloMACSize]byte
+}
+
+// AppendHelloSigned appends the signed part of h (everything but the MAC) to dst.
+func AppendHelloSigned(dst []byte, h *Hello) ([]byte, error) {
+	if len(h.BrokerName) > 255 || len(h.AccessKey) > 255 {
+		return dst, fmt.Errorf("%w: broker name (%d bytes) or access key (%d bytes) longer than 255",
+			ErrProtocol, len(h.BrokerName), len(h.AccessKey))
+	}
+	dst = append(dst, helloMagic[:]...)
+	dst = append(dst, h.Version)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.Timestamp))
+	dst = append(dst, h.Nonce[:]...)
+	dst = append(dst, byte(len(h.BrokerName)))
+	dst = append(dst, h.BrokerName...)
+	dst = append(dst, byte(len(h.AccessKey)))
+	return append(dst, h.AccessKey...), nil
+}
+
+// isHelloMagic reports whether b (4 bytes) starts a hello.
+func isHelloMagic(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == helloMagic }
+
+// ReadHello reads the rest of a hello whose 4 magic bytes were read already, and returns
+// it with its signed bytes (magic included).
+func ReadHello(r io.Reader) (Hello, []byte, error) {
+	buf := make([]byte, 0, MaxHelloSize)
+	buf = append(buf, helloMagic[:]...)
+	read := func(n int) ([]byte, error) {
+		start := len(buf)
+		buf = buf[:start+n]
+		if _, err := io.ReadFull(r, buf[start:]); err != nil {
+			return nil, fmt.Errorf("ha: read hello: %w", err)
+		}
+		return buf[start:], nil
+	}
+	var h Hello
+	b, err := read(helloFixed - 4 + 1)
+	if err != nil {
+		return h, nil, err
+	}
+	h.Version = b[0]
+	if h.Version != HelloVersion {
+		return h, nil, fmt.Errorf("%w: hello version %d (want %d)", ErrProtocol, h.Version, HelloVersion)
+	}
+	h.Timestamp = int64(binary.BigEndian.Uint64(b[1:9]))
+	copy(h.Nonce[:], b[9:9+HelloNonceSize])
+	nameLen := int(b[len(b)-1])
+	if b, err = read(nameLen + 1); err != nil {
+		return h, nil, err
+	}
+	h.BrokerName = string(b[:nameLen])
+	keyLen := int(b[nameLen])
+	if b, err = read(keyLen); err != nil {
+		return h, nil, err
+	}
+	h.AccessKey = string(b)
+	signed := buf
+	if _, err := io.ReadFull(r, h.MAC[:]); err != nil {
+		return h, nil, fmt.Errorf("ha: read hello MAC: %w", err)
+	}
+	return h, signed, nil
+}

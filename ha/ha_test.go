@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -35,7 +36,7 @@ func TestReplicateWhileAppending(t *testing.T) {
 	require.Greater(t, end, int64(10*testSegSize), "many segment boundaries crossed")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, end))
+	require.NoError(t, waitAck(ctx, m, end))
 	require.Equal(t, end, sl.MaxOffset())
 	requirePrefix(t, mdir, sdir, testSegSize, m.SlaveAckOffset())
 	require.Equal(t, 2000, countRecords(t, sl))
@@ -57,7 +58,7 @@ func TestLateSlaveCatchesUpFromZero(t *testing.T) {
 	defer func() { require.NoError(t, s.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
 	require.Equal(t, 600, countRecords(t, sl))
 }
@@ -86,7 +87,7 @@ func TestSlaveRestartContinues(t *testing.T) {
 	m.Notify()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
 	require.Equal(t, 600, countRecords(t, sl))
 }
@@ -111,7 +112,7 @@ func TestConnectionCutMidFrame(t *testing.T) {
 	p.cut()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
 	require.Equal(t, 800, countRecords(t, sl))
 }
@@ -123,15 +124,16 @@ func TestWaitAck(t *testing.T) {
 	defer func() { require.NoError(t, m.Close()) }()
 	appendN(t, ml, 0, 10, 100)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := m.WaitAck(ctx, ml.MaxOffset())
-	require.ErrorIs(t, err, context.DeadlineExceeded, "no slave connected")
+	require.ErrorIs(t, err, ErrNoSlave, "no slave connected: at once, not at the context's end")
 
 	sl := openLog(t, t.TempDir(), testSegSize)
 	defer func() { require.NoError(t, sl.Close()) }()
 	s := newSlave(t, sl, m.Addr().String())
 	defer func() { require.NoError(t, s.Close()) }()
+	waitFor(t, 5*time.Second, "slave connected", func() bool { return m.SlaveCount() == 1 })
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
 	require.NoError(t, m.WaitAck(ctx2, ml.MaxOffset()))
@@ -144,6 +146,54 @@ func TestWaitAck(t *testing.T) {
 	appendN(t, ml, 10, 1, 100)
 	m.Notify()
 	require.NoError(t, <-done)
+}
+
+// rawSlave connects to m like a slave and reports off once, then never again: a slave
+// that stopped acknowledging (its connection stays open until closed).
+func rawSlave(t *testing.T, m *Master, off int64) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", m.Addr().String())
+	require.NoError(t, err)
+	var b [ReportSize]byte
+	PutReport(b[:], off)
+	_, err = conn.Write(b[:])
+	require.NoError(t, err)
+	return conn
+}
+
+// When the last slave disconnects, a WaitAck in progress returns ErrNoSlave at once
+// instead of waiting for its context (a SYNC_MASTER's haSlaveTimeout); while another
+// slave is still connected it goes on waiting.
+func TestWaitAckEndsWhenLastSlaveLeaves(t *testing.T) {
+	ml := openLog(t, t.TempDir(), testSegSize)
+	defer func() { require.NoError(t, ml.Close()) }()
+	m := newMaster(t, ml)
+	defer func() { require.NoError(t, m.Close()) }()
+	appendN(t, ml, 0, 10, 100)
+	end := ml.MaxOffset()
+
+	a, b := rawSlave(t, m, end), rawSlave(t, m, end)
+	defer func() { _ = a.Close(); _ = b.Close() }()
+	waitFor(t, 5*time.Second, "two slaves acknowledging the log", func() bool {
+		return m.SlaveCount() == 2 && m.SlaveAckOffset() == end
+	})
+	appendN(t, ml, 10, 1, 100) // never acknowledged
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.WaitAck(ctx, ml.MaxOffset()) }()
+
+	require.NoError(t, a.Close())
+	waitFor(t, 5*time.Second, "one slave left", func() bool { return m.SlaveCount() == 1 })
+	select {
+	case err := <-done:
+		t.Fatalf("WaitAck returned with a slave still connected: %v", err)
+	default:
+	}
+	require.NoError(t, b.Close())
+	err := <-done
+	require.ErrorIs(t, err, ErrNoSlave)
+	require.NoError(t, ctx.Err(), "WaitAck returned before its context ended")
 }
 
 // A slave whose log is ahead of its (restored) master is told so by a frame at the
@@ -205,12 +255,12 @@ func TestSlaveDiskFull(t *testing.T) {
 	require.LessOrEqual(t, m.SlaveAckOffset(), sl.ReplicaOffset(), "never acknowledged beyond what it holds")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, m.WaitAck(ctx, end), context.DeadlineExceeded)
+	require.ErrorIs(t, waitAck(ctx, m, end), context.DeadlineExceeded)
 
 	full()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	require.NoError(t, m.WaitAck(ctx2, end))
+	require.NoError(t, waitAck(ctx2, m, end))
 	requirePrefix(t, mdir, sdir, testSegSize, end)
 	require.Equal(t, 500, countRecords(t, sl))
 }
@@ -228,7 +278,7 @@ func TestMasterRestartSlaveReconnects(t *testing.T) {
 	defer func() { require.NoError(t, s.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	require.NoError(t, m.Close())
 	require.NoError(t, ml.Close())
 	waitFor(t, 5*time.Second, "the slave notices", func() bool { return !s.Connected() })
@@ -238,7 +288,7 @@ func TestMasterRestartSlaveReconnects(t *testing.T) {
 	appendN(t, ml, 200, 200, 400)
 	m = newMasterAt(t, ml, addr)
 	defer func() { require.NoError(t, m.Close()) }()
-	require.NoError(t, m.WaitAck(ctx, ml.MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	requirePrefix(t, mdir, sdir, testSegSize, ml.MaxOffset())
 	require.Equal(t, 400, countRecords(t, sl))
 }

@@ -2,6 +2,8 @@ package ha
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -108,6 +110,24 @@ func newSlave(t testing.TB, l *commitlog.Log, addr string) *Slave {
 	s, err := NewSlave(o)
 	require.NoError(t, err)
 	return s
+}
+
+// waitAck is m.WaitAck until ctx ends, waiting for a slave while none is connected
+// (WaitAck's ErrNoSlave): the tests start slaves and masters in any order.
+func waitAck(ctx context.Context, m *Master, off int64) error {
+	for {
+		err := m.WaitAck(ctx, off)
+		if !errors.Is(err, ErrNoSlave) {
+			return err
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {

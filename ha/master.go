@@ -15,6 +15,11 @@ import (
 // ErrClosed means the Master or Slave was closed.
 var ErrClosed = errors.New("ha: closed")
 
+// ErrNoSlave means no slave is connected: WaitAck returns it at once when there is none,
+// and to its waiters as soon as the last one disconnects, so that a SYNC_MASTER can
+// answer them (SLAVE_NOT_AVAILABLE) before its clients time out and resend.
+var ErrNoSlave = errors.New("ha: no slave connected")
+
 // Master streams its commit log to slaves and tracks their acknowledgements.
 //
 // Lock order: mu only; no other lock is taken under it.
@@ -26,12 +31,16 @@ type Master struct {
 
 	mu struct {
 		sync.Mutex
-		conns  map[*masterConn]struct{}
-		ackCh  chan struct{} // closed and replaced whenever ack grows
-		closed bool
+		conns   map[*masterConn]struct{} // every open connection, slave or not yet
+		slaves  int                      // connections that are slaves (masterConn.slave)
+		changed chan struct{}            // closed and replaced when ack grows or slaves drops
+		closed  bool
 	}
 	stop chan struct{}
 	g    group
+
+	nonceMu sync.Mutex
+	nonces  map[[HelloNonceSize]byte]time.Time // hello nonces accepted, until they expire
 }
 
 // SlaveInfo describes one connected slave.
@@ -47,7 +56,8 @@ func NewMaster(opts MasterOptions) (*Master, error) {
 	}
 	m := &Master{opts: opts, log: opts.Logger.With().Str("component", "ha-master").Logger(), stop: make(chan struct{})}
 	m.mu.conns = make(map[*masterConn]struct{})
-	m.mu.ackCh = make(chan struct{})
+	m.nonces = make(map[[HelloNonceSize]byte]time.Time)
+	m.mu.changed = make(chan struct{})
 	m.g.goTracked(m.acceptLoop)
 	return m, nil
 }
@@ -67,7 +77,7 @@ func (m *Master) Close() error {
 	close(m.stop)
 	err := m.opts.Listener.Close()
 	for c := range m.mu.conns {
-		_ = c.conn.Close()
+		_ = c.raw.Close()
 	}
 	m.mu.Unlock()
 	m.g.wait()
@@ -100,7 +110,7 @@ func (m *Master) Lag() int64 { return max(m.opts.Log.MaxOffset()-m.ack.Load(), 0
 func (m *Master) SlaveCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.mu.conns)
+	return m.mu.slaves
 }
 
 // Slaves lists the connected slaves.
@@ -109,26 +119,32 @@ func (m *Master) Slaves() []SlaveInfo {
 	defer m.mu.Unlock()
 	out := make([]SlaveInfo, 0, len(m.mu.conns))
 	for c := range m.mu.conns {
-		out = append(out, SlaveInfo{Addr: c.conn.RemoteAddr().String(), Ack: c.ack.Load()})
+		if c.slave {
+			out = append(out, SlaveInfo{Addr: c.raw.RemoteAddr().String(), Ack: c.ack.Load()})
+		}
 	}
 	return out
 }
 
 // WaitAck blocks until some slave has acknowledged offset (SYNC_MASTER), ctx ends
-// (its error, wrapped) or the Master is closed (ErrClosed).
+// (its error, wrapped), no slave is connected (ErrNoSlave: at once when there is none,
+// else when the last one disconnects) or the Master is closed (ErrClosed).
 func (m *Master) WaitAck(ctx context.Context, offset int64) error {
 	for {
 		if m.ack.Load() >= offset {
 			return nil
 		}
 		m.mu.Lock()
-		ch, closed := m.mu.ackCh, m.mu.closed
+		ch, closed, slaves := m.mu.changed, m.mu.closed, m.mu.slaves
 		m.mu.Unlock()
 		if closed {
 			return ErrClosed
 		}
 		if m.ack.Load() >= offset { // acked between the load and taking ch
 			return nil
+		}
+		if slaves == 0 {
+			return fmt.Errorf("%w (waiting for an acknowledgement of %d, acked %d)", ErrNoSlave, offset, m.ack.Load())
 		}
 		select {
 		case <-ch:
@@ -152,9 +168,14 @@ func (m *Master) acked(off int64) {
 		}
 	}
 	m.mu.Lock()
-	close(m.mu.ackCh)
-	m.mu.ackCh = make(chan struct{})
+	m.changedLocked()
 	m.mu.Unlock()
+}
+
+// changedLocked wakes the WaitAck callers. m.mu is held.
+func (m *Master) changedLocked() {
+	close(m.mu.changed)
+	m.mu.changed = make(chan struct{})
 }
 
 func (m *Master) acceptLoop() {
@@ -190,13 +211,34 @@ func (m *Master) acceptLoop() {
 		}
 		m.mu.conns[c] = struct{}{}
 		m.mu.Unlock()
-		m.log.Info().Str("slave", conn.RemoteAddr().String()).Msg("slave connected")
 		m.g.goTracked(c.run)
 	}
 }
 
+// register counts c as a slave (it passed the handshake); false when the Master is
+// closed.
+func (m *Master) register(c *masterConn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return false
+	}
+	c.slave = true
+	m.mu.slaves++
+	return true
+}
+
+// remove forgets c; when it was the last slave, the WaitAck callers are woken to
+// return ErrNoSlave.
 func (m *Master) remove(c *masterConn) {
 	m.mu.Lock()
 	delete(m.mu.conns, c)
+	if c.slave {
+		c.slave = false
+		m.mu.slaves--
+		if m.mu.slaves == 0 {
+			m.changedLocked()
+		}
+	}
 	m.mu.Unlock()
 }

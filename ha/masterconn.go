@@ -18,7 +18,9 @@ import (
 // reports and a writer goroutine streaming frames.
 type masterConn struct {
 	m    *Master
-	conn net.Conn
+	raw  net.Conn  // the accepted connection: closing it ends everything
+	conn net.Conn  // what the writer writes to (raw, or TLS over it), set by handshake
+	rd   io.Reader // what the reader reads (conn, after any bytes the handshake peeked)
 	log  zerolog.Logger
 	kick chan struct{} // the log grew (Master.Notify)
 
@@ -26,12 +28,16 @@ type masterConn struct {
 	ack   atomic.Int64     // the last report
 	done  chan struct{}
 	once  sync.Once
+	slave bool // counted in Master.mu.slaves; guarded by Master.mu
+
+	tls     bool   // the connection runs TLS (set by handshake)
+	account string // the access key the slave proved (set by handshake)
 }
 
 func newMasterConn(m *Master, conn net.Conn) *masterConn {
 	return &masterConn{
 		m:     m,
-		conn:  conn,
+		raw:   conn,
 		log:   m.log.With().Str("slave", conn.RemoteAddr().String()).Logger(),
 		kick:  make(chan struct{}, 1),
 		first: make(chan firstReport, 1),
@@ -49,6 +55,24 @@ type firstReport struct {
 // run serves the connection until either side fails, then closes it.
 func (c *masterConn) run() {
 	defer c.m.remove(c)
+	if err := c.handshake(); err != nil {
+		_ = c.raw.Close()
+		select {
+		case <-c.m.stop:
+		default:
+			ev := c.log.Warn()
+			if errors.Is(err, io.EOF) { // closed before a word: a port probe
+				ev = c.log.Info()
+			}
+			ev.Err(err).Msg("slave refused: connection closed")
+		}
+		return
+	}
+	if !c.m.register(c) {
+		_ = c.raw.Close()
+		return
+	}
+	c.log.Info().Bool("tls", c.tls).Str("account", c.account).Msg("slave connected")
 	var wg sync.WaitGroup
 	var rerr, werr error
 	wg.Go(func() { rerr = c.readLoop(); c.shutdown() })
@@ -73,7 +97,7 @@ func (c *masterConn) run() {
 func (c *masterConn) shutdown() {
 	c.once.Do(func() {
 		close(c.done)
-		_ = c.conn.Close()
+		_ = c.raw.Close()
 	})
 }
 
@@ -88,7 +112,7 @@ func (c *masterConn) readLoop() error {
 		if err := c.conn.SetReadDeadline(time.Now().Add(c.m.opts.IdleTimeout)); err != nil {
 			return fmt.Errorf("ha: set read deadline: %w", err)
 		}
-		n, err := c.conn.Read(buf)
+		n, err := c.rd.Read(buf)
 		if n > 0 {
 			off, ok, derr := dec.Feed(buf[:n])
 			if derr != nil {

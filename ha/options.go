@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // Source is the master's commit log as the HA master reads it (*commitlog.Log).
@@ -35,6 +38,10 @@ const (
 	DefaultPollInterval      = 100 * time.Millisecond
 	DefaultRetryFloor        = 100 * time.Millisecond
 	DefaultRetryMax          = 5 * time.Second
+	// DefaultHandshakeTimeout bounds a new connection's TLS handshake and hello.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxClockSkew is how far a hello's timestamp may be from the master's clock.
+	DefaultMaxClockSkew = 2 * time.Minute
 	// DefaultSlaveMaxFrame is the largest frame body a slave accepts.
 	DefaultSlaveMaxFrame = 4 << 20
 )
@@ -53,6 +60,21 @@ type MasterOptions struct {
 	IdleTimeout time.Duration
 	// PollInterval is how long the writer waits for Notify before it looks for new data.
 	PollInterval time.Duration
+	// TLS, when set and not disabled, is the listener's TLS mode and server config (the
+	// broker's tlsMode): permissive serves TLS and plain slaves, told apart by the first
+	// byte; enforcing refuses plain ones. nil: plain only.
+	TLS *remoting.TLSConfig
+	// Auth, when set, requires every slave to prove an account in a hello (frame.go)
+	// that Auth accepts; connections without one are closed unanswered. nil: slaves are
+	// not authenticated (RocketMQ's behaviour; a hello is read and ignored).
+	Auth Authenticator
+	// BrokerName, when set, is the broker name a hello must carry.
+	BrokerName string
+	// HandshakeTimeout bounds, from accept, the TLS handshake and the hello (or, without
+	// Auth, the first 4 bytes of the first report).
+	HandshakeTimeout time.Duration
+	// MaxClockSkew is how far a hello's timestamp may be from the master's clock.
+	MaxClockSkew time.Duration
 	Logger       zerolog.Logger
 }
 
@@ -63,6 +85,8 @@ func DefaultMasterOptions() MasterOptions {
 		HeartbeatInterval: DefaultHeartbeatInterval,
 		IdleTimeout:       DefaultIdleTimeout,
 		PollInterval:      DefaultPollInterval,
+		HandshakeTimeout:  DefaultHandshakeTimeout,
+		MaxClockSkew:      DefaultMaxClockSkew,
 		Logger:            zerolog.Nop(),
 	}
 }
@@ -80,7 +104,13 @@ func (o *MasterOptions) Validate() error {
 		errs = append(errs, fmt.Errorf("MaxFrame %d not in (0, 1 GiB]", o.MaxFrame))
 	}
 	errs = append(errs, positive("HeartbeatInterval", o.HeartbeatInterval),
-		positive("IdleTimeout", o.IdleTimeout), positive("PollInterval", o.PollInterval))
+		positive("IdleTimeout", o.IdleTimeout), positive("PollInterval", o.PollInterval),
+		positive("HandshakeTimeout", o.HandshakeTimeout), positive("MaxClockSkew", o.MaxClockSkew))
+	if o.TLS != nil {
+		if err := o.TLS.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.IdleTimeout > 0 && o.IdleTimeout <= o.HeartbeatInterval {
 		errs = append(errs, fmt.Errorf("IdleTimeout %v must exceed HeartbeatInterval %v", o.IdleTimeout, o.HeartbeatInterval))
 	}
@@ -107,7 +137,15 @@ type SlaveOptions struct {
 	DialTimeout time.Duration
 	// MaxFrame is the largest frame body accepted; a larger one is a protocol error.
 	MaxFrame int
-	Logger   zerolog.Logger
+	// Credentials, when AccessKey is set, are proved to the master in a hello (frame.go)
+	// at each connection; the master must hold the account (an admin one, with ACL).
+	// Empty: no hello (a master with authentication refuses the slave).
+	Credentials acl.Credentials
+	// BrokerName is the broker name the hello carries (the master checks it is its own).
+	BrokerName string
+	// TLS, when set, is the client config the slave dials its master with (TLS 1.2+).
+	TLS    *tls.Config
+	Logger zerolog.Logger
 }
 
 // DefaultSlaveOptions returns the defaults; set Log and MasterAddr.
@@ -137,6 +175,9 @@ func (o *SlaveOptions) Validate() error {
 	}
 	errs = append(errs, positive("ReportInterval", o.ReportInterval), positive("IdleTimeout", o.IdleTimeout),
 		positive("RetryFloor", o.RetryFloor), positive("RetryMax", o.RetryMax), positive("DialTimeout", o.DialTimeout))
+	if (o.Credentials.AccessKey == "") != (o.Credentials.SecretKey == "") {
+		errs = append(errs, errors.New("credentials need both an access key and a secret key"))
+	}
 	if o.RetryMax < o.RetryFloor {
 		errs = append(errs, fmt.Errorf("RetryMax %v below RetryFloor %v", o.RetryMax, o.RetryFloor))
 	}

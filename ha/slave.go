@@ -3,12 +3,14 @@ package ha
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -146,14 +148,49 @@ func (s *Slave) loop() {
 	}
 }
 
-var errMasterBehind = errors.New("ha: the master's log is behind the slave's (refusing to replicate; will retry)")
+var errMasterBehind = errors.New("ha: the master closed the connection at once: it refused this slave " +
+	"(credentials or TLS: see its log) or its log is behind the slave's (will retry)")
+
+// secure runs TLS (SlaveOptions.TLS) on raw and sends the hello (SlaveOptions.Credentials)
+// within ctx, and returns the connection to replicate on.
+func (s *Slave) secure(ctx context.Context, raw net.Conn) (net.Conn, error) {
+	conn := raw
+	if s.opts.TLS != nil {
+		cfg := s.opts.TLS
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(s.opts.MasterAddr)
+		}
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("ha: TLS handshake with master: %w", err)
+		}
+		conn = tc
+	}
+	if s.opts.Credentials.AccessKey == "" {
+		return conn, nil
+	}
+	hello, err := s.hello()
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := conn.SetWriteDeadline(dl); err != nil {
+			return nil, fmt.Errorf("ha: set write deadline: %w", err)
+		}
+	}
+	if _, err := conn.Write(hello); err != nil {
+		return nil, fmt.Errorf("ha: send hello: %w", err)
+	}
+	return conn, nil
+}
 
 // session runs one connection. progressed reports whether any body was appended.
 func (s *Slave) session() (progressed bool, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.DialTimeout)
+	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.opts.MasterAddr)
-	cancel()
+	raw, err := d.DialContext(ctx, "tcp", s.opts.MasterAddr)
 	if err != nil {
 		return false, fmt.Errorf("ha: connect to master: %w", err)
 	}
@@ -161,20 +198,24 @@ func (s *Slave) session() (progressed bool, err error) {
 	select {
 	case <-s.stop:
 		s.mu.Unlock()
-		_ = conn.Close()
+		_ = raw.Close()
 		return false, ErrClosed
 	default:
 	}
-	s.mu.conn = conn
+	s.mu.conn = raw
 	s.mu.Unlock()
-	s.connected.Store(true)
 	defer func() {
 		s.connected.Store(false)
 		s.mu.Lock()
 		s.mu.conn = nil
 		s.mu.Unlock()
-		_ = conn.Close()
+		_ = raw.Close()
 	}()
+	conn, err := s.secure(ctx, raw)
+	if err != nil {
+		return false, err
+	}
+	s.connected.Store(true)
 
 	start := s.opts.Log.ReplicaOffset()
 	s.log.Info().Int64("offset", start).Msg("connected to master")
@@ -201,8 +242,9 @@ func (s *Slave) session() (progressed bool, err error) {
 		var h FrameHeader
 		h, buf, err = ReadFrame(r, hdr[:], buf, s.opts.MaxFrame)
 		if err != nil {
-			if framesSeen == 0 && errors.Is(err, io.EOF) {
-				// The master drops a slave that is ahead of it right after its report.
+			if framesSeen == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+				// The master drops a slave it refuses, or one that is ahead of it, right
+				// after its hello or report (a reset when the master left bytes unread).
 				return progressed, fmt.Errorf("%w: closed at once after our offset %d: %w", errMasterBehind, start, err)
 			}
 			return progressed, fmt.Errorf("ha: read frame: %w", err)

@@ -61,7 +61,7 @@ func TestSlaveStoreServesReplicatedMessages(t *testing.T) {
 	end := master.CommitLog().MaxOffset()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, m.WaitAck(ctx, end))
+	require.NoError(t, waitAck(ctx, m, end))
 	require.NoError(t, slave.WaitDispatched(ctx, end))
 	require.NoError(t, master.WaitDispatched(ctx, end))
 
@@ -122,7 +122,7 @@ func TestEmptySlaveOfTrimmedMaster(t *testing.T) {
 	defer func() { require.NoError(t, m.Close()) }()
 	s := newSlave(t, slave.CommitLog(), m.Addr().String())
 	end := master.CommitLog().MaxOffset()
-	require.NoError(t, m.WaitAck(ctx, end))
+	require.NoError(t, waitAck(ctx, m, end))
 	require.NoError(t, slave.WaitDispatched(ctx, end))
 	require.Equal(t, first, slave.CommitLog().MinOffset())
 	requirePrefixFrom(t, master.CommitLog(), slave.CommitLog(), first, end)
@@ -161,7 +161,7 @@ func TestEmptySlaveOfTrimmedMaster(t *testing.T) {
 		require.NoError(t, err)
 	}
 	m.Notify()
-	require.NoError(t, m.WaitAck(ctx, master.CommitLog().MaxOffset()))
+	require.NoError(t, waitAck(ctx, m, master.CommitLog().MaxOffset()))
 	require.NoError(t, master.WaitDispatched(ctx, master.CommitLog().MaxOffset()))
 	require.NoError(t, slave.WaitDispatched(ctx, master.CommitLog().MaxOffset()))
 	check(slave)
