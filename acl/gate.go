@@ -12,11 +12,10 @@ package acl
 import (
 	"context"
 	"net/netip"
-	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/internal/logging"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -34,9 +33,7 @@ type Gate struct {
 	acl Checker
 	log zerolog.Logger
 
-	mu         sync.Mutex
-	lastLog    time.Time
-	suppressed int
+	refusals logging.Sampler
 }
 
 // NewGate returns a gate checking requests with c and logging refusals to log.
@@ -123,17 +120,10 @@ func bodyResources(code protocol.RequestCode, body []byte) (topics, groups []str
 
 // logRefusal logs a refusal, at most once a second.
 func (g *Gate) logRefusal(ch remoting.Channel, code protocol.RequestCode, err error) {
-	g.mu.Lock()
-	now := time.Now()
-	if now.Sub(g.lastLog) < time.Second {
-		g.suppressed++
-		g.mu.Unlock()
+	ok, suppressed := g.refusals.Allow()
+	if !ok {
 		return
 	}
-	g.lastLog = now
-	suppressed := g.suppressed
-	g.suppressed = 0
-	g.mu.Unlock()
 	g.log.Warn().Err(err).Str("remote", ch.RemoteAddr()).Stringer("code", code).
-		Int("suppressed", suppressed).Msg("request refused by ACL")
+		Int64("suppressed", suppressed).Msg("request refused by ACL")
 }

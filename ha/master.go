@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // ErrClosed means the Master or Slave was closed.
@@ -38,6 +40,8 @@ type Master struct {
 	}
 	stop chan struct{}
 	g    group
+
+	refusals logging.Sampler // the log line for refused connections
 
 	nonceMu sync.Mutex
 	nonces  map[[HelloNonceSize]byte]time.Time // hello nonces accepted, until they expire

@@ -60,11 +60,16 @@ func (c *masterConn) run() {
 		select {
 		case <-c.m.stop:
 		default:
+			// Anyone can connect: one line a second, with the count held back.
+			ok, suppressed := c.m.refusals.Allow()
+			if !ok {
+				return
+			}
 			ev := c.log.Warn()
 			if errors.Is(err, io.EOF) { // closed before a word: a port probe
 				ev = c.log.Info()
 			}
-			ev.Err(err).Msg("slave refused: connection closed")
+			ev.Err(err).Int64("suppressed", suppressed).Msg("slave refused: connection closed")
 		}
 		return
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // DefaultPool is the name of the worker pool that serves codes registered without one.
@@ -157,10 +159,10 @@ type Server struct {
 	started  atomic.Bool
 	nextID   atomic.Uint64
 
-	reqBytes   atomic.Int64 // request-frame bytes held (see server_read.go)
-	connLimit  int64        // effective MaxConnRequestBytes
-	totalLimit int64        // effective MaxRequestBytes
-	refused    refusedLog
+	reqBytes   atomic.Int64    // request-frame bytes held (see server_read.go)
+	connLimit  int64           // effective MaxConnRequestBytes
+	totalLimit int64           // effective MaxRequestBytes
+	refused    logging.Sampler // the warning for refused frames
 
 	// TLS (server_std.go); all zero in TLSDisabled mode.
 	tlsMode     TLSMode

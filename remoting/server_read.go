@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/cloudwego/netpoll"
 )
@@ -37,8 +35,6 @@ const (
 	maxRefusedHeader = 64 << 10
 	// readChunk bounds one copy out of netpoll's buffer (a read across its nodes copies).
 	readChunk = 256 << 10
-	// refusedLogInterval rate-limits the warning logged for refused frames.
-	refusedLogInterval = time.Second
 )
 
 // ErrRequestBytesLimit fails a server-initiated call whose response frame was refused
@@ -279,23 +275,15 @@ func (c *serverConn) refuse(head []byte, frameLen int, why string) error {
 	return nil
 }
 
-// refusedLog rate-limits the warning for refused frames, counting the ones it drops.
-type refusedLog struct {
-	next       atomic.Int64 // unix nanoseconds before which nothing is logged
-	suppressed atomic.Int64
-}
-
-// logRefused logs a refused frame at warn, at most once per refusedLogInterval.
+// logRefused logs a refused frame at warn, at most once a second.
 func (s *Server) logRefused(c *serverConn, cmd *Command, frameLen int, why string) {
-	now := time.Now().UnixNano()
-	next := s.refused.next.Load()
-	if now < next || !s.refused.next.CompareAndSwap(next, now+int64(refusedLogInterval)) {
-		s.refused.suppressed.Add(1)
+	ok, suppressed := s.refused.Allow()
+	if !ok {
 		return
 	}
 	s.log.Warn().Str("remote", c.remote).Int16("code", cmd.Code).Int32("opaque", cmd.Opaque).
 		Bool("response", cmd.IsResponse()).Int("frameBytes", frameLen).Str("limit", why).
-		Int64("suppressedSinceLast", s.refused.suppressed.Swap(0)).
+		Int64("suppressedSinceLast", suppressed).
 		Msg("frame refused with SYSTEM_BUSY, its body is discarded unread")
 }
 

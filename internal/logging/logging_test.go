@@ -163,3 +163,27 @@ func TestNop(t *testing.T) {
 	l.Error().Msg("nothing happens")
 	require.Equal(t, "disabled", l.GetLevel().String())
 }
+
+func TestSamplerLetsOneLineThroughPerInterval(t *testing.T) {
+	var s Sampler
+	base := time.Now().UnixNano()
+	ok, n := s.allowAt(base)
+	require.True(t, ok, "the first line goes through")
+	require.Zero(t, n)
+	for i := range 5 {
+		ok, _ = s.allowAt(base + int64(i)*int64(100*time.Millisecond))
+		require.False(t, ok, "line %d within the second is held back", i)
+	}
+	ok, n = s.allowAt(base + int64(time.Second))
+	require.True(t, ok, "a line a second later goes through")
+	require.EqualValues(t, 5, n, "with the count of the held-back lines")
+	ok, n = s.allowAt(base + int64(2*time.Second))
+	require.True(t, ok)
+	require.Zero(t, n, "the count starts again")
+
+	short := Sampler{Interval: time.Millisecond}
+	ok, _ = short.allowAt(base)
+	require.True(t, ok)
+	ok, _ = short.allowAt(base + int64(time.Millisecond))
+	require.True(t, ok, "Interval sets the spacing")
+}
