@@ -84,7 +84,8 @@ func TestFlippedByteWithDamagedCheckpointCostsOneRecord(t *testing.T) {
 
 // TestDamageAfterRecoveryIsNotServed damages records of a running store below its
 // checkpoint, where recovery does not look: a pull must skip a record whose header is
-// wrong, whose body CRC fails or whose topic is not its queue's, and a view or key query
+// wrong, whose port or body CRC fails or whose topic is not its queue's — every record
+// it serves decodes — and a view or key query
 // must refuse one whose body CRC fails. A consumer still moves past every skipped record.
 func TestDamageAfterRecoveryIsNotServed(t *testing.T) {
 	o := testOptions(mmap.OSFS{}, t.TempDir())
@@ -99,19 +100,20 @@ func TestDamageAfterRecoveryIsNotServed(t *testing.T) {
 	patchLog(t, o, offs[3], func(b []byte) { binary.BigEndian.PutUint32(b[message.PosMagic:], 0x01020304) })
 	patchLog(t, o, offs[6], func(b []byte) { b[bytes.Index(b, []byte("payload-g"))] ^= 1 })
 	patchLog(t, o, offs[9], func(b []byte) { b[bytes.Index(b, []byte("payload-j"))+len("payload-j")+1] ^= 1 }) // topic
+	patchLog(t, o, offs[1], func(b []byte) { b[message.PosBornHost+4] ^= 0x80 })                               // born port
 
 	r, err := s.GetMessages("T", 0, 0, 32, 1<<20, nil)
 	require.NoError(t, err)
-	require.Len(t, r.Messages, 7, "the records with a bad header, body CRC or topic are skipped")
+	require.Len(t, r.Messages, 6, "the records with a bad header, port, body CRC or topic are skipped")
 	require.Equal(t, int64(10), r.NextBeginOffset)
 	for i, b := range r.Messages {
 		rec, _, err := message.DecodeRecord(b)
 		require.NoError(t, err)
 		require.NoError(t, rec.VerifyBodyCRC())
-		require.NotContains(t, []int64{3, 6, 9}, r.QueueOffsets[i])
+		require.NotContains(t, []int64{1, 3, 6, 9}, r.QueueOffsets[i])
 	}
 	r.Release()
-	require.Equal(t, int64(3), s.Damage().BadReads)
+	require.Equal(t, int64(4), s.Damage().BadReads)
 	r, err = s.GetMessages("T", 0, 6, 1, 1<<20, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int64{7}, r.QueueOffsets, "a pull at the damaged record gets the next one")
@@ -127,7 +129,7 @@ func TestDamageAfterRecoveryIsNotServed(t *testing.T) {
 	require.ErrorIs(t, err, ErrDamaged)
 	qr, err := s.QueryByKey("T", "k", false, 32, 0, 1<<62)
 	require.NoError(t, err)
-	require.Len(t, qr.Records, 7, "no record with a bad header, body CRC or topic is a query result")
+	require.Len(t, qr.Records, 6, "no record with a bad header, port, body CRC or topic is a query result")
 	qr.Release()
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -261,12 +262,14 @@ var (
 	errPullLayout = errors.New("body, topic and properties lengths do not add up to the size")
 	errPullTopic  = errors.New("topic is not the consume queue's")
 	errPullTail   = errors.New("properties do not end with the 0x02 separator (torn write?)")
+	errPullPort   = errors.New("a host port is out of range")
 )
 
 // pulledBody is the pull path's check of a record before it is served, short of its body
 // CRC: TOTALSIZE equals the unit's size, the magic is V1, PHYSICALOFFSET, QUEUEID and
-// QUEUEOFFSET are the unit's, the body, topic and properties lengths add up to the size,
-// the topic is the queue's and non-empty properties end with 0x02 — fixed-position loads
+// QUEUEOFFSET are the unit's, both host ports fit 16 bits, the body, topic and properties
+// lengths add up to the size, the topic is the queue's and non-empty properties end with
+// 0x02 (so every record served decodes: message.DecodeRecord accepts it) — fixed-position loads
 // and one short compare, no decoding. It returns the record's body (aliasing b), or nil
 // after counting and logging (badRead) a record that fails. bodyIntact then checks the
 // body CRC of a record the filter keeps.
@@ -285,16 +288,23 @@ func (s *Store) pulledBody(b []byte, phy, queueOffset int64, q *consumequeue.Que
 	// store host and port, reconsume times, prepared offset, body length and body, topic
 	// length (1 byte) and topic, properties length (2 bytes) and properties.
 	sys := be.Uint32(b[message.PosSysFlag:])
-	p := message.PosBornHost + 4 + 4 + 8 + 4 + 4 + 4 + 8
+	bornLen, storeLen := 4, 4
 	if sys&uint32(message.SysFlagBornHostV6) != 0 {
-		p += message.IPv6HostExtra
+		bornLen = 16
 	}
 	if sys&uint32(message.SysFlagStoreHostV6) != 0 {
-		p += message.IPv6HostExtra
+		storeLen = 16
 	}
+	bornPort := message.PosBornHost + bornLen
+	storePort := bornPort + 4 + 8 + storeLen
+	p := storePort + 4 + 4 + 8
 	n := len(b)
 	if p+4+1+2 > n {
 		s.badRead(phy, errPullLayout)
+		return nil
+	}
+	if be.Uint32(b[bornPort:]) > math.MaxUint16 || be.Uint32(b[storePort:]) > math.MaxUint16 {
+		s.badRead(phy, errPullPort)
 		return nil
 	}
 	bodyLen := int(int32(be.Uint32(b[p:])))
