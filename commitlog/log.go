@@ -123,8 +123,9 @@ func (l *Log) Stats() Stats {
 // Open opens the log in opts.Dir, mapping every existing segment. It checks that segment
 // names are contiguous 20-digit offsets aligned to SegmentSize and that every file has
 // exactly SegmentSize bytes (ErrLayout otherwise); a zero-length last file, left by a
-// crash while it was being created, is removed, and a shorter last file is padded with
-// zeros back to SegmentSize (its tail is then torn, which recovery handles). Open does not scan records: on a log with
+// crash while it was being created, is removed, and any other shorter file is padded with
+// zeros back to SegmentSize (the bytes it lost are then a torn tail or damage, which
+// recovery handles). Open does not scan records: on a log with
 // segments, call Recover (or RecoverTail) before the first Append. In an empty directory
 // Open creates (and pre-faults) the first segment and the log is ready for appends at
 // offset 0; Recover may still be called and returns 0.
@@ -225,12 +226,16 @@ func (l *Log) load() ([]*segment, error) {
 			}
 			break
 		}
-		if size < l.segSize && i == len(entries)-1 {
-			// A short last segment (a copy cut off, a file system that lost its tail) is a
-			// torn tail like any other: pad it back to size with zeros and let recovery
-			// keep every whole record in it.
+		if size < l.segSize {
+			// A short segment (a copy cut off, a file system that lost its tail) lost
+			// bytes like any other damage: pad it back to size with zeros and let
+			// recovery decide. The last data segment is a torn tail whether or not the
+			// next one was preallocated after it (full size, zeros): recovery keeps
+			// every whole record and drops the empty successor. Zeros before the
+			// durable offset are damaged records, quarantined where recovery or a
+			// scrub meets them and never served.
 			l.log.Warn().Str("segment", name).Int64("bytes", size).Int64("want", l.segSize).
-				Msg("last segment is short: padding it with zeros; recovery keeps its whole records")
+				Msg("segment is short: padding it with zeros; recovery keeps its whole records")
 			if err := l.fs.Extend(path, l.segSize); err != nil {
 				return segs, fmt.Errorf("commitlog: open: %w", err)
 			}

@@ -449,3 +449,78 @@ func zeroTail(data []byte, from int) (lo, hi int) {
 	}
 	return lo, hi
 }
+
+// Validate checks the records of [from, to) as recovery does (body CRC included) and
+// quarantines each damaged range it finds there as RecoverWith does before the durable
+// offset (Keep gets the bytes first, the ranges are logged and added to Quarantined). It
+// is for a range below the recovered end that is known to have been durable but that the
+// recovery did not scan: the store calls it when its derived data makes it re-dispatch
+// records from below the recovery's start, so the dispatcher never meets unreadable bytes.
+//
+// The scan starts at the start of from's segment (a record boundary whatever from is) and
+// stops at to, which must be a record boundary the recovery validated (its From) or the
+// recovered end. A damaged range reaches to where valid data resumes, or to to when none
+// does before it: zeros there are lost records, not the end of the log. Validate must be
+// called after Recover and before the first Append; it returns the ranges it quarantined.
+func (l *Log) Validate(from, to int64, keep func(from int64, b []byte) error) ([]Damage, error) {
+	l.closing.RLock()
+	defer l.closing.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed.Load():
+		return nil, ErrClosed
+	case l.mu.appended:
+		return nil, ErrAlreadyAppended
+	case !l.mu.recovered:
+		return nil, errors.New("commitlog: Validate before Recover")
+	}
+	l.listMu.Lock()
+	defer l.listMu.Unlock()
+	list := l.segs.Load()
+	to = min(to, l.mu.pos)
+	seg := list.find(max(from, list.first()), l.segSize)
+	if seg == nil || from >= to {
+		return nil, nil
+	}
+	var (
+		rec   message.Record
+		found []Damage
+		pos   = seg.start
+	)
+	for pos < to {
+		seg := list.find(pos, l.segSize)
+		b := seg.data[pos-seg.start:]
+		if n := message.QuarantineSize(b); n > 0 {
+			pos += int64(n)
+			continue
+		}
+		n, blank, err := checkRecord(b, pos, true, &rec)
+		switch {
+		case err == nil && blank:
+			pos = seg.end
+			continue
+		case err == nil:
+			pos += n
+			continue
+		}
+		next, ok := resync(list, pos, true)
+		if !ok || next > to {
+			next = to
+		}
+		d := Damage{From: pos, To: next, Reason: err}
+		if errors.Is(err, errEndOfData) {
+			d.Reason = fmt.Errorf("%w at %d: zero bytes where a record should start, before the recovered end", ErrCorrupt, pos)
+		}
+		if err := l.quarantine(list, d, keep); err != nil {
+			return found, err
+		}
+		found = append(found, d)
+		pos = next
+	}
+	if len(found) > 0 {
+		l.log.Error().Int64("from", seg.start).Int64("to", to).Int("ranges", len(found)).
+			Msg("commit log validated below the recovery's start: damaged ranges quarantined")
+	}
+	return found, nil
+}

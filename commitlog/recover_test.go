@@ -3,6 +3,8 @@ package commitlog
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -312,4 +314,65 @@ func TestDamageAfterTheDurableOffsetIsATornTail(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, victim.PhysicalOffset, end)
 	require.Empty(t, l.Quarantined())
+}
+
+// Validate checks a range recovery did not scan and quarantines its damage — a zeroed
+// range and a flipped body byte — keeping every other record readable by an Iterator
+// from the start, and refuses to run after an Append.
+func TestValidateQuarantinesBelowTheRecoveryStart(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(mmap.OSFS{}, dir)
+	l := openLog(t, o)
+	var offs []int64
+	for i := 0; l.MaxOffset() < 2*testSegSize+testSegSize/2; i++ {
+		res, err := l.Append([]message.Record{newRecord("T", 0, 300, i)}, false)
+		require.NoError(t, err)
+		offs = append(offs, res.PhysicalOffset)
+	}
+	end := l.MaxOffset()
+	require.NoError(t, l.Close())
+	seg0 := filepath.Join(dir, segmentName(0))
+	b, err := os.ReadFile(seg0)
+	require.NoError(t, err)
+	clear(b[offs[10]+20 : offs[12]+5]) // records 10, 11 and 12
+	b[offs[30]+200] ^= 0x08            // record 30's body
+	require.NoError(t, os.WriteFile(seg0, b, 0o644))
+
+	l2, err := Open(o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l2.Close()) }()
+	from := int64(2 * testSegSize)
+	got, err := l2.RecoverWith(RecoverOptions{From: from, Durable: end, VerifyCRC: true})
+	require.NoError(t, err)
+	require.Equal(t, end, got)
+	var kept []int64
+	found, err := l2.Validate(offs[5], from, func(at int64, _ []byte) error { kept = append(kept, at); return nil })
+	require.NoError(t, err)
+	require.Len(t, found, 2)
+	require.Equal(t, offs[10], found[0].From)
+	require.Equal(t, offs[13], found[0].To)
+	require.Equal(t, offs[30], found[1].From)
+	require.Equal(t, offs[31], found[1].To)
+	require.Equal(t, []int64{offs[10], offs[30]}, kept)
+	require.Len(t, l2.Quarantined(), 2)
+
+	it := l2.NewIterator(0)
+	defer it.Close()
+	var read []int64
+	for it.Next() {
+		read = append(read, it.Offset())
+	}
+	require.NoError(t, it.Err())
+	var want []int64
+	for i, off := range offs {
+		if (i < 10 || i > 12) && i != 30 {
+			want = append(want, off)
+		}
+	}
+	require.Equal(t, want, read, "every other record is read")
+
+	_, err = l2.Append([]message.Record{newRecord("T", 0, 300, 999)}, false)
+	require.NoError(t, err)
+	_, err = l2.Validate(0, from, nil)
+	require.ErrorIs(t, err, ErrAlreadyAppended)
 }

@@ -3,7 +3,10 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -73,4 +76,39 @@ func ScanSegment(data []byte, start int64, verifyCRC bool, fn func(ScanEvent) bo
 		}
 	}
 	return pos, false
+}
+
+// SegmentSizeOf returns the segment size of the log in dir as its files record it, 0 when
+// dir holds no segment (or only an empty one). With two or more segments it is the
+// distance between the first two names (segment names are contiguous offsets, so this
+// holds even when the last file was cut short); with one, that file's size. Tools that
+// open a store they did not configure (ferry scrub) take it from here instead of a
+// default that may not match.
+func SegmentSizeOf(fsys mmap.FS, dir string) (int64, error) {
+	names, err := fsys.ReadDir(dir) // a missing directory is empty
+	if err != nil {
+		return 0, fmt.Errorf("commitlog: segment size: %w", err)
+	}
+	var starts []int64
+	var first string
+	for _, name := range names {
+		if start, ok := parseSegmentName(name); ok {
+			if len(starts) == 0 {
+				first = name
+			}
+			starts = append(starts, start)
+		}
+	}
+	switch {
+	case len(starts) == 0:
+		return 0, nil
+	case len(starts) >= 2:
+		slices.Sort(starts)
+		return starts[1] - starts[0], nil
+	}
+	size, err := fsys.Size(filepath.Join(dir, first))
+	if err != nil {
+		return 0, fmt.Errorf("commitlog: segment size: %w", err)
+	}
+	return size, nil
 }

@@ -15,6 +15,12 @@ import (
 // torn tail, not a broken layout: the log opens, keeps every whole record before the cut
 // and appends after it.
 func TestShortLastSegmentIsATornTail(t *testing.T) {
+	t.Run("last file", func(t *testing.T) { testShortLastSegment(t, false) })
+	// A crash leaves the next segment preallocated (full size, zeros) after the short one.
+	t.Run("preallocated successor", func(t *testing.T) { testShortLastSegment(t, true) })
+}
+
+func testShortLastSegment(t *testing.T, successor bool) {
 	dir := t.TempDir()
 	o := testOptions(mmap.OSFS{}, dir)
 	o.PrefaultSegments = false
@@ -33,6 +39,10 @@ func TestShortLastSegmentIsATornTail(t *testing.T) {
 	last := filepath.Join(dir, segmentName(testSegSize))
 	cut := end - testSegSize - 150
 	require.NoError(t, os.Truncate(last, cut))
+	next := filepath.Join(dir, segmentName(2*testSegSize))
+	if successor {
+		require.NoError(t, os.WriteFile(next, make([]byte, testSegSize), 0o644))
+	}
 
 	l2, err := Open(o)
 	require.NoError(t, err, "a short last segment does not stop the log from opening")
@@ -55,6 +65,9 @@ func TestShortLastSegmentIsATornTail(t *testing.T) {
 	fi, err := os.Stat(last)
 	require.NoError(t, err)
 	require.Equal(t, int64(testSegSize), fi.Size(), "padded back to the segment size")
+	if successor {
+		require.Len(t, l2.Segments(), 2, "the empty successor is dropped with the torn tail")
+	}
 	_, err = l2.Append([]message.Record{newRecord("T", 0, 300, 999)}, false)
 	require.NoError(t, err, "appends continue after the recovered end")
 }

@@ -212,10 +212,12 @@ func (s *Store) dispatchUnit(d *dispatcher, rec *message.Record, off int64) erro
 	}
 	switch {
 	case errors.Is(err, consumequeue.ErrGap) || errors.Is(err, consumequeue.ErrMismatch):
-		// A queue offset the log assigned does not fit the queue: a bug, not a reason
-		// to stop dispatching every other queue.
+		// A queue offset the log assigned does not fit the queue: a bug, or a record
+		// whose QUEUEOFFSET or QUEUEID was changed on disk (V1 checksums only the body),
+		// met while re-deriving the queue — not a reason to stop dispatching every other
+		// queue.
 		s.log.Error().Err(err).Str("queue", q.String()).Int64("phy", off).
-			Int64("queueOffset", rec.QueueOffset).Msg("[BUG] consume-queue unit rejected")
+			Int64("queueOffset", rec.QueueOffset).Msg("consume-queue unit rejected: a bug, or damage to the record's queue fields")
 	case err != nil:
 		return fmt.Errorf("store: dispatch %s at %d: %w", q, off, err)
 	case s.opts.Notify != nil && s.started.Load():

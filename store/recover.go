@@ -22,10 +22,13 @@ const recoverSegments = 3
 //     log after a crash (abort file present), or the last three segments after a clean
 //     stop, and re-dispatch from the scan start.
 //  2. Scan the commit log, validating every record (magic, sizes, position, body CRC);
-//     the first invalid byte ends the log, which is truncated there.
+//     damage before the checkpoint's flushed offset is quarantined, the first invalid
+//     byte after it ends the log, which is truncated there.
 //  3. Check the derived files against the log and lower the re-dispatch point of each
 //     (rebuildPlan): the consume queues and the index may be missing (a restore of the
 //     commit log alone), shorter than the log, or damaged, whatever the checkpoint says.
+//     3a. When a lowered point is below the scan start, validate the log from there to
+//     the scan start and quarantine what is damaged (validateBelow).
 //  4. Drop consume-queue units and index entries at or beyond their re-dispatch points,
 //     and re-dispatch every record from the lower one to the end of the log.
 //  5. Rebuild the queue-offset table from the consume queues, drop consume-queue files
@@ -93,10 +96,18 @@ func (s *Store) recover() error {
 			return fmt.Errorf("store: truncate index at %d: %w", plan.index, err)
 		}
 	}
+	if low := min(plan.queues, plan.index); len(segs) > 0 && low < from {
+		if plan, err = s.validateBelow(plan, low, from); err != nil {
+			return err
+		}
+	}
 	s.dispatched.Store(min(plan.queues, plan.index))
 	s.disp.queuesFrom, s.disp.indexFrom = plan.queues, plan.index
 	err = s.dispatchAvailable(context.Background())
 	s.disp.queuesFrom, s.disp.indexFrom = 0, 0
+	if errors.Is(err, errDispatchStalled) {
+		return fmt.Errorf("%w (a record recovery did not validate; ferry scrub quarantines it)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -111,6 +122,43 @@ func (s *Store) recover() error {
 		Int64("redispatchFrom", dispatchFrom).Int64("queuesFrom", plan.queues).Int64("indexFrom", plan.index).
 		Int64("end", end).Msg("store recovered")
 	return s.writeCheckpoint()
+}
+
+// validateBelow is recovery step 3a: derived data lowered the re-dispatch point to low,
+// below from, where the commit log's validation began, so the dispatcher would read
+// records nobody checked. It validates [low, from) (from the start of low's segment) and
+// quarantines what is damaged there, as step 2 does before the durable offset — every
+// byte below from was durable — and lowers the re-dispatch points to the first damage so
+// the lost messages' queue offsets become holes. A damaged range below the checkpoint
+// thus costs its records, never the start.
+func (s *Store) validateBelow(p rebuild, low, from int64) (rebuild, error) {
+	s.log.Info().Int64("from", low).Int64("to", from).
+		Msg("re-dispatch starts below the validated commit log: validating the records in between")
+	found, err := s.cl.Validate(low, from, s.keepDamaged)
+	if err != nil {
+		return p, fmt.Errorf("store: validate commit log [%d, %d): %w", low, from, err)
+	}
+	if len(found) == 0 {
+		return p, nil
+	}
+	first := found[0].From
+	for _, d := range found {
+		s.log.Error().Err(d.Reason).Int64("from", d.From).Int64("to", d.To).
+			Msg("damaged commit-log range below the checkpoint quarantined: its messages are lost, the rest is served")
+	}
+	if first < p.queues {
+		if err := s.cqs.TruncateByPhysical(first); err != nil {
+			return p, fmt.Errorf("store: truncate consume queues at %d: %w", first, err)
+		}
+		p.queues = first
+	}
+	if s.idx != nil && first < p.index {
+		if err := s.idx.TruncateAfter(first); err != nil {
+			return p, fmt.Errorf("store: truncate index at %d: %w", first, err)
+		}
+		p.index = first
+	}
+	return p, nil
 }
 
 // rebuild is where recovery re-dispatches the commit log from, for each derived part.

@@ -40,8 +40,9 @@ const maxDamagedAt = 100
 // its consume queue at its queue offset. It changes nothing and runs alongside the store's
 // work; bytesPerSec > 0 paces it so it does not starve the broker's reads. Damage it finds
 // is logged; recovery quarantines it at the next start only when it is after the
-// checkpoint, so an operator who sees a dirty report should restart with the checkpoint
-// removed (docs/operations.md).
+// checkpoint or among the records recovery re-dispatches, so an operator who sees a dirty
+// report should stop the broker and run ferry scrub, which validates everything
+// (docs/operations.md).
 func (s *Store) Scrub(ctx context.Context, bytesPerSec int64) (ScrubReport, error) {
 	start := time.Now()
 	r := ScrubReport{From: s.cl.MinOffset(), To: s.dispatched.Load()}

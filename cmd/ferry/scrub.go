@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/launch"
@@ -33,8 +34,20 @@ func runScrub(ctx context.Context, cfg conf.Config, log zerolog.Logger, stdout i
 	}
 	so := o.Store
 	so.VerifyAll, so.ScrubInterval = true, 0
-	if ok, err := so.FS.Exists(filepath.Join(so.Dir, "commitlog")); err != nil || !ok {
+	cl := filepath.Join(so.Dir, "commitlog")
+	if ok, err := so.FS.Exists(cl); err != nil || !ok {
 		return scrubFailed, fmt.Errorf("scrub: no store in %s (no commitlog directory): %w", so.Dir, errors.Join(err, fs.ErrNotExist))
+	}
+	// The store's segment size is fixed by its files, whatever the configuration says
+	// (a --data-dir alone gets a default that fits no store made with another size).
+	size, err := commitlog.SegmentSizeOf(so.FS, cl)
+	if err != nil {
+		return scrubFailed, fmt.Errorf("scrub: %w", err)
+	}
+	if size > 0 && size != so.SegmentSize {
+		log.Info().Int64("segmentSize", size).Int64("configured", so.SegmentSize).
+			Msg("scrub: using the segment size of the store's files")
+		so.SegmentSize = size
 	}
 	s, err := store.Open(so)
 	if err != nil {

@@ -69,3 +69,43 @@ func TestScrubFindsQuarantinesAndThenIsClean(t *testing.T) {
 	require.Equal(t, scrubFailed, run(context.Background(), []string{"scrub", "--data-dir", filepath.Join(dir, "nope")}, &out, &errb))
 	require.Contains(t, errb.String(), "no store")
 }
+
+// TestScrubDataDirReadsTheSegmentSize runs `ferry scrub --data-dir` on a store whose
+// segments are smaller than any default (and than the default maxMessageSize allows in
+// a configuration): the scrub takes the segment size from the store's files, checks the
+// store and leaves every segment file at its size.
+func TestScrubDataDirReadsTheSegmentSize(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	o := store.DefaultOptions()
+	o.Dir, o.SegmentSize = dir, 1<<20
+	s, err := store.Open(o)
+	require.NoError(t, err)
+	s.Start()
+	for i := range 3000 { // about 3 segments
+		rec := message.Record{Topic: []byte("SizeTopic"), Body: fmt.Appendf(make([]byte, 1000), "payload-%04d", i)}
+		_, err := s.PutMessage(&rec, false)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Shutdown(context.Background()))
+	sizes := func() map[string]int64 {
+		ents, err := os.ReadDir(filepath.Join(dir, "commitlog"))
+		require.NoError(t, err)
+		m := map[string]int64{}
+		for _, e := range ents {
+			fi, err := e.Info()
+			require.NoError(t, err)
+			m[e.Name()] = fi.Size()
+		}
+		return m
+	}
+	before := sizes()
+	require.Greater(t, len(before), 2)
+
+	for range 2 { // the second run sees what the first left
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"scrub", "--data-dir", dir, "--log-level", "error"}, &out, &errb)
+		require.Equal(t, scrubClean, code, "stdout: %s\nstderr: %s", out.String(), errb.String())
+		require.Contains(t, out.String(), "3000 records")
+		require.Equal(t, before, sizes(), "scrub leaves the segment files at their size")
+	}
+}
