@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
@@ -346,8 +345,7 @@ func (s *Store) bodyIntact(b, body []byte, phy int64) bool {
 // badRead counts a damaged record a read did not serve and logs it, at most once a second.
 func (s *Store) badRead(phy int64, why error) {
 	n := s.badReads.Add(1)
-	now := time.Now().UnixNano()
-	if next := s.badLog.Load(); now >= next && s.badLog.CompareAndSwap(next, now+int64(time.Second)) {
+	if ok, _ := s.badLog.Allow(); ok {
 		s.log.Error().Err(why).Int64("at", phy).Int64("badReadsSinceStart", n).
 			Msg("damaged record not served (run ferry scrub to check the whole store)")
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/index"
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // Store is the message store the broker uses.
@@ -43,16 +44,16 @@ type Store struct {
 	idx   *index.Index // nil when the index is disabled
 	guard diskGuard
 
-	dispatched   atomic.Int64 // every record below this physical offset is dispatched
-	stallFloor   atomic.Int64 // derived files are complete below this offset (MaxInt64: no stall)
-	damaged      atomic.Int64 // damaged log ranges quarantined by recovery
-	badReads     atomic.Int64 // records a read found damaged and did not serve
-	badLog       atomic.Int64 // unix nanoseconds before which bad reads are not logged
-	scrubs       atomic.Int64 // background scrubs finished
-	noReadChecks bool         // benchmarks only: skip the pull path's record check to measure its cost
-	scrubDamage  atomic.Int64 // problems background scrubs found
-	dispatchMu   sync.Mutex   // held while dispatching and while deleting a topic
-	disp         dispatcher   // guarded by dispatchMu
+	dispatched   atomic.Int64    // every record below this physical offset is dispatched
+	stallFloor   atomic.Int64    // derived files are complete below this offset (MaxInt64: no stall)
+	damaged      atomic.Int64    // damaged log ranges quarantined by recovery
+	badReads     atomic.Int64    // records a read found damaged and did not serve
+	badLog       logging.Sampler // the log line for bad reads
+	scrubs       atomic.Int64    // background scrubs finished
+	noReadChecks bool            // benchmarks only: skip the pull path's record check to measure its cost
+	scrubDamage  atomic.Int64    // problems background scrubs found
+	dispatchMu   sync.Mutex      // held while dispatching and while deleting a topic
+	disp         dispatcher      // guarded by dispatchMu
 	topicGen     atomic.Uint64
 	kick         chan struct{}
 	progress     struct {
