@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferrymq/ferry/protocol"
@@ -234,22 +233,7 @@ func (a *Admin) brokerAddr(ctx context.Context, broker string) (string, error) {
 // calls handle with each outcome, serialized, in the order of brokers.
 func (a *Admin) eachBroker(ctx context.Context, brokers []brokerRef, req func(brokerRef) *remoting.Command,
 	handle func(brokerRef, *remoting.Command, error)) {
-	type outcome struct {
-		resp *remoting.Command
-		err  error
-	}
-	outs := make([]outcome, len(brokers))
-	var wg sync.WaitGroup
-	for i, b := range brokers {
-		wg.Go(func() {
-			resp, err := a.c.invoke(ctx, b.addr, req(b))
-			outs[i] = outcome{resp, err}
-		})
-	}
-	wg.Wait()
-	for i, b := range brokers {
-		handle(b, outs[i].resp, outs[i].err)
-	}
+	onEachBroker(brokers, func(b brokerRef) (*remoting.Command, error) { return a.c.invoke(ctx, b.addr, req(b)) }, handle)
 }
 
 // QueueInfo is a topic's queues on one broker group, as its route says.
@@ -635,12 +619,10 @@ func (a *Admin) topicStatsByOffsets(ctx context.Context, b brokerRef, queues []M
 	for _, mq := range queues {
 		qs := QueueStats{Queue: mq}
 		var err error
-		if qs.MinOffset, err = a.queueOffset(ctx, b.addr, protocol.GetMinOffset,
-			&protocol.GetMinOffsetRequestHeader{Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}); err != nil {
+		if qs.MinOffset, err = a.c.minOffset(ctx, b.addr, mq); err != nil {
 			return out, fmt.Errorf("client: min offset of %s: %w", mq, err)
 		}
-		if qs.MaxOffset, err = a.queueOffset(ctx, b.addr, protocol.GetMaxOffset,
-			&protocol.GetMaxOffsetRequestHeader{Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}); err != nil {
+		if qs.MaxOffset, err = a.c.maxOffset(ctx, b.addr, mq); err != nil {
 			return out, fmt.Errorf("client: max offset of %s: %w", mq, err)
 		}
 		if qs.MaxOffset > qs.MinOffset {
@@ -655,19 +637,6 @@ func (a *Admin) topicStatsByOffsets(ctx context.Context, b brokerRef, queues []M
 		out = append(out, qs)
 	}
 	return out, nil
-}
-
-// queueOffset sends an offset request (answered by an OffsetResponseHeader) to addr.
-func (a *Admin) queueOffset(ctx context.Context, addr string, code protocol.RequestCode, h protocol.Header) (int64, error) {
-	resp, err := a.c.invoke(ctx, addr, protocol.NewRequest(code, h))
-	if err != nil {
-		return 0, err
-	}
-	var oh protocol.OffsetResponseHeader
-	if err := oh.DecodeExt(resp.ExtFields); err != nil {
-		return 0, fmt.Errorf("client: %s answer from %s: %w", code, addr, err)
-	}
-	return oh.Offset, nil
 }
 
 // msTime converts a Unix-millisecond timestamp; 0 is the zero Time.

@@ -92,19 +92,13 @@ func (a *Admin) ConsumerOffsets(ctx context.Context, group, topic string) ([]Que
 // progressByOffsets asks broker b for group's offset and the max offset of each queue.
 func (a *Admin) progressByOffsets(ctx context.Context, group string, b brokerRef, queues []MessageQueue) ([]QueueProgress, error) {
 	out := make([]QueueProgress, 0, len(queues))
-	no := false
 	for _, mq := range queues {
-		p := QueueProgress{Queue: mq, ConsumerOffset: -1}
-		off, err := a.queueOffset(ctx, b.addr, protocol.QueryConsumerOffset, &protocol.QueryConsumerOffsetRequestHeader{
-			ConsumerGroup: group, Topic: mq.Topic, QueueID: mq.QueueID, SetZeroIfNotFound: &no, BrokerName: mq.BrokerName})
-		switch {
-		case err == nil:
-			p.ConsumerOffset = max(off, -1)
-		case !hasCode(err, protocol.QueryNotFound):
+		p := QueueProgress{Queue: mq}
+		var err error
+		if p.ConsumerOffset, err = a.c.committedOffset(ctx, b.addr, group, mq); err != nil {
 			return out, fmt.Errorf("client: offset of %s in %s: %w", group, mq, err)
 		}
-		if p.BrokerOffset, err = a.queueOffset(ctx, b.addr, protocol.GetMaxOffset,
-			&protocol.GetMaxOffsetRequestHeader{Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}); err != nil {
+		if p.BrokerOffset, err = a.c.maxOffset(ctx, b.addr, mq); err != nil {
 			return out, fmt.Errorf("client: max offset of %s: %w", mq, err)
 		}
 		out = append(out, p)
@@ -175,8 +169,7 @@ func (a *Admin) UpdateConsumerOffset(ctx context.Context, group string, mq Messa
 	if err != nil {
 		return fmt.Errorf("client: update consumer offset: %w", err)
 	}
-	if _, err := a.c.invoke(ctx, addr, protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
-		ConsumerGroup: group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: offset, BrokerName: mq.BrokerName})); err != nil {
+	if err := a.c.commitOffset(ctx, addr, group, mq, offset); err != nil {
 		return fmt.Errorf("client: update offset of %s in %s to %d: %w", group, mq, offset, err)
 	}
 	return nil
@@ -267,13 +260,11 @@ func (a *Admin) resetDirect(ctx context.Context, group string, b brokerRef, queu
 		}
 	}
 	for _, mq := range queues {
-		off, err := a.queueOffset(ctx, b.addr, protocol.SearchOffsetByTimestamp,
-			&protocol.SearchOffsetRequestHeader{Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: ts, BrokerName: mq.BrokerName})
+		off, err := a.c.offsetByTime(ctx, b.addr, mq, ts)
 		if err != nil {
 			return fmt.Errorf("client: search offset of %s at %d: %w", mq, ts, err)
 		}
-		if _, err := a.c.invoke(ctx, b.addr, protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
-			ConsumerGroup: group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: off, BrokerName: mq.BrokerName})); err != nil {
+		if err := a.c.commitOffset(ctx, b.addr, group, mq, off); err != nil {
 			return fmt.Errorf("client: reset offset of %s in %s to %d: %w", group, mq, off, err)
 		}
 		out[mq] = off

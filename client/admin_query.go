@@ -12,12 +12,12 @@ import (
 
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
-	"github.com/ferrymq/ferry/remoting"
 )
 
 // Message lookups: by business key and by unique key (QUERY_MESSAGE on every broker of
 // the topic, in parallel), by offset message id (VIEW_MESSAGE_BY_ID on the store host
-// the id names) and by queue offset (a one-message pull as the tools consumer group).
+// the id names) and by queue offset (a one-message pull as the tools consumer group),
+// through the typed calls of calls.go.
 //
 // Message id layouts (hex, either case; spec §8.5):
 //
@@ -156,22 +156,19 @@ func (a *Admin) query(ctx context.Context, r *TopicRoute, h *protocol.QueryMessa
 	match func(*MessageExt) bool) ([]*MessageExt, error) {
 	var out []*MessageExt
 	var errs []error
-	a.eachBroker(ctx, r.brokers(), func(brokerRef) *remoting.Command {
-		return protocol.NewRequest(protocol.QueryMessage, h)
-	}, func(b brokerRef, resp *remoting.Command, err error) {
-		switch {
-		case hasCode(err, protocol.QueryNotFound):
-		case err != nil:
+	onEachBroker(r.brokers(), func(b brokerRef) ([]*MessageExt, error) {
+		return a.c.queryMessages(ctx, b.addr, b.name, h)
+	}, func(b brokerRef, msgs []*MessageExt, err error) {
+		if hasCode(err, protocol.QueryNotFound) {
+			return
+		}
+		if err != nil {
+			// A malformed record: the messages before it still count.
 			errs = append(errs, fmt.Errorf("broker %s (%s): %w", b.name, b.addr, err))
-		default:
-			msgs, err := a.decodeRecords(resp.Body, b.name)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("broker %s (%s): %w", b.name, b.addr, err))
-			}
-			for _, m := range msgs {
-				if m.Topic == h.Topic && match(m) {
-					out = append(out, m)
-				}
+		}
+		for _, m := range msgs {
+			if m.Topic == h.Topic && match(m) {
+				out = append(out, m)
 			}
 		}
 	})
@@ -211,15 +208,11 @@ func (a *Admin) viewByOffsetID(ctx context.Context, id string) (*MessageExt, err
 	if !ok {
 		return nil, fmt.Errorf("%w: it names store host %s, which is no broker the name servers know", ErrNotFound, host)
 	}
-	resp, err := a.c.invoke(ctx, addr, protocol.NewRequest(protocol.ViewMessageByID, &protocol.ViewMessageRequestHeader{Offset: offset}))
-	if hasCode(err, protocol.SystemError) {
+	msgs, err := a.c.viewMessage(ctx, addr, b.Name, offset)
+	switch {
+	case hasCode(err, protocol.SystemError):
 		return nil, fmt.Errorf("%w: broker %s has no message at commit-log offset %d: %w", ErrNotFound, b.Name, offset, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := a.decodeRecords(resp.Body, b.Name)
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("client: view message %s from %s: %w", id, addr, err)
 	}
 	if len(msgs) == 0 || !strings.EqualFold(msgs[0].OffsetMsgID, id) {
@@ -269,24 +262,17 @@ func (a *Admin) QueryByOffset(ctx context.Context, topic, brokerName string, que
 
 // pullOne pulls the message at offset of mq from addr.
 func (a *Admin) pullOne(ctx context.Context, addr string, mq MessageQueue, offset int64) (*MessageExt, error) {
-	h := protocol.PullMessageRequestHeader{
-		ConsumerGroup: toolsConsumerGroup, Topic: mq.Topic, QueueID: mq.QueueID, QueueOffset: offset,
-		MaxMsgNums: 1, SysFlag: protocol.PullFlagSubscription, Subscription: "*",
-		ExpressionType: protocol.ExpressionTag, BrokerName: mq.BrokerName,
-	}
-	resp, err := a.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
+	ans, err := a.c.pullMessage(ctx, addr, &pullRequest{group: toolsConsumerGroup, mq: mq, offset: offset, max: 1})
 	switch {
-	case hasCode(err, protocol.PullNotFound), hasCode(err, protocol.PullOffsetMoved), hasCode(err, protocol.PullRetryImmediately):
-		var rh protocol.PullMessageResponseHeader
-		if derr := rh.DecodeExt(resp.ExtFields); derr != nil {
-			return nil, fmt.Errorf("%w: %s has no message at offset %d: %w", ErrNotFound, mq, offset, err)
-		}
+	case ans.answered && ans.status != PullFound && err != nil:
+		return nil, fmt.Errorf("%w: %s has no message at offset %d: %w", ErrNotFound, mq, offset, err)
+	case ans.answered && ans.status != PullFound:
 		return nil, fmt.Errorf("%w: %s has no message at offset %d: it holds offsets [%d, %d)", ErrNotFound, mq,
-			offset, rh.MinOffset, rh.MaxOffset)
+			offset, ans.min, ans.max)
 	case err != nil:
 		return nil, fmt.Errorf("client: pull %s at offset %d: %w", mq, offset, err)
 	}
-	msgs, err := a.decodeRecords(resp.Body, mq.BrokerName)
+	msgs, err := decodeMessages(ans.body, mq.BrokerName, nil, &a.c.log)
 	if err != nil {
 		return nil, fmt.Errorf("client: pull %s at offset %d from %s: %w", mq, offset, addr, err)
 	}
@@ -296,38 +282,4 @@ func (a *Admin) pullOne(ctx context.Context, addr string, mq MessageQueue, offse
 		}
 	}
 	return nil, fmt.Errorf("%w: %s has no message at offset %d (the next one is later)", ErrNotFound, mq, offset)
-}
-
-// decodeRecords decodes stored records laid end to end (query, view and pull bodies)
-// into messages on broker group broker, as stored: bodies inflated, topics not mapped
-// back from retry topics. The bodies alias data.
-func (a *Admin) decodeRecords(data []byte, broker string) ([]*MessageExt, error) {
-	var out []*MessageExt
-	for b := data; len(b) > 0; {
-		var rec message.Record
-		n, err := rec.Decode(b)
-		if err != nil {
-			return out, fmt.Errorf("client: stored record %d: %w", len(out), err)
-		}
-		b = b[n:]
-		topic := string(rec.Topic)
-		m := &MessageExt{
-			Message: message.Message{Topic: topic, Flag: rec.Flag, Body: rec.Body,
-				Properties: message.ParseProperties(rec.Properties)},
-			OffsetMsgID: rec.OffsetMsgID(), Queue: MessageQueue{Topic: topic, BrokerName: broker, QueueID: rec.QueueID},
-			QueueOffset: rec.QueueOffset, CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
-			BornTime: time.UnixMilli(rec.BornTimestamp), StoreTime: time.UnixMilli(rec.StoreTimestamp),
-			BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
-		}
-		m.MsgID = cmp.Or(m.UniqKey(), m.OffsetMsgID)
-		if message.IsZlibCompressed(rec.SysFlag) {
-			if body, err := message.Decompress(rec.Body, 0); err == nil {
-				m.Body = body
-			} else {
-				a.c.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; returning it as stored")
-			}
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }

@@ -151,9 +151,12 @@ func (c *Client) onConsumeDirectly(_ context.Context, _ remoting.Channel, req *r
 	if _, err := rec.Decode(req.Body); err != nil {
 		return nil, &remoting.CodeError{Code: int16(protocol.SystemError), Remark: "consume directly: " + err.Error()}
 	}
-	// A stand-in queue, only to build the message as a pull would.
-	q := &processQueue{pc: pc, mq: MessageQueue{Topic: string(rec.Topic), BrokerName: h.BrokerName, QueueID: rec.QueueID}}
-	m := q.messageOf(&rec, protocol.RetryTopic(pc.group))
+	// The message as a pull would deliver it.
+	m, err := messageOf(&rec, h.BrokerName)
+	if err != nil {
+		pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; delivering it as stored")
+	}
+	restoreTopic(m, protocol.RetryTopic(pc.group))
 	res := pc.consumeDirectly(m)
 	body, err := protocol.EncodeConsumeMessageDirectlyResult(&res)
 	if err != nil {

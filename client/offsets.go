@@ -2,12 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/ferrymq/ferry/protocol"
-	"github.com/ferrymq/ferry/remoting"
 )
 
 // Consumer offsets (clustering: stored by the brokers; broadcasting: in the member's
@@ -58,24 +54,11 @@ func (pc *PushConsumer) storedOffset(q *processQueue) (int64, error) {
 			return off, nil
 		}
 	} else {
-		// setZeroIfNotFound=false: a group without an offset starts where ConsumeFrom
-		// says, not at 0 because the queue was never truncated (a RocketMQ 5 broker's
-		// default).
-		no := false
-		resp, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.QueryConsumerOffset,
-			&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: pc.group, Topic: q.mq.Topic,
-				QueueID: q.mq.QueueID, SetZeroIfNotFound: &no, BrokerName: q.mq.BrokerName}))
-		var be *BrokerError
-		switch {
-		case err == nil:
-			off, err := offsetOf(resp)
-			if err != nil || off >= 0 {
-				return off, err
-			}
-			// A negative offset means none is stored.
-		case errors.As(err, &be) && be.Code == protocol.QueryNotFound:
-		default:
-			return 0, err
+		// A group without an offset starts where ConsumeFrom says, not at 0 because the
+		// queue was never truncated (committedOffset).
+		off, err := pc.c.committedOffset(ctx, q.addr(), pc.group, q.mq)
+		if err != nil || off >= 0 {
+			return off, err
 		}
 	}
 	switch {
@@ -84,31 +67,10 @@ func (pc *PushConsumer) storedOffset(q *processQueue) (int64, error) {
 	case pc.opts.from == ConsumeFromLastOffset && q.sub.retry:
 		return 0, nil // retried messages are never skipped
 	case pc.opts.from == ConsumeFromLastOffset:
-		return pc.queueOffset(ctx, q, protocol.NewRequest(protocol.GetMaxOffset,
-			&protocol.GetMaxOffsetRequestHeader{Topic: q.mq.Topic, QueueID: q.mq.QueueID, BrokerName: q.mq.BrokerName}))
+		return pc.c.maxOffset(ctx, q.addr(), q.mq)
 	default:
-		return pc.queueOffset(ctx, q, protocol.NewRequest(protocol.SearchOffsetByTimestamp,
-			&protocol.SearchOffsetRequestHeader{Topic: q.mq.Topic, QueueID: q.mq.QueueID,
-				Timestamp: pc.opts.fromTime.UnixMilli(), BrokerName: q.mq.BrokerName}))
+		return pc.c.offsetByTime(ctx, q.addr(), q.mq, pc.opts.fromTime.UnixMilli())
 	}
-}
-
-// queueOffset sends an offset request about q and returns the offset answered.
-func (pc *PushConsumer) queueOffset(ctx context.Context, q *processQueue, req *remoting.Command) (int64, error) {
-	resp, err := pc.c.invoke(ctx, q.addr(), req)
-	if err != nil {
-		return 0, err
-	}
-	return offsetOf(resp)
-}
-
-// offsetOf decodes the offset of an offset response.
-func offsetOf(resp *remoting.Command) (int64, error) {
-	var h protocol.OffsetResponseHeader
-	if err := h.DecodeExt(resp.ExtFields); err != nil {
-		return 0, fmt.Errorf("client: offset response: %w", err)
-	}
-	return h.Offset, nil
 }
 
 // commit sends q's offset to its broker (broadcasting: records it for the offsets
@@ -131,10 +93,7 @@ func (pc *PushConsumer) commit(ctx context.Context, q *processQueue) error {
 	if off == q.committed && addr == q.committedTo {
 		return nil
 	}
-	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
-		ConsumerGroup: pc.group, Topic: q.mq.Topic, QueueID: q.mq.QueueID, CommitOffset: off,
-		BrokerName: q.mq.BrokerName})
-	if _, err := pc.c.invoke(ctx, addr, req); err != nil {
+	if err := pc.c.commitOffset(ctx, addr, pc.group, q.mq, off); err != nil {
 		return fmt.Errorf("client: commit offset %d of %s for %s: %w", off, q.mq, pc.group, err)
 	}
 	q.committed, q.committedTo = off, addr

@@ -2,16 +2,13 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
-	"github.com/ferrymq/ferry/remoting"
 )
 
 // Pulling. Each owned queue has a processQueue and a pull loop: it finds the start offset
@@ -360,107 +357,43 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 	from := q.nextOffset()
 	// The subscription travels with each pull, so the broker filters for this member
 	// whatever the group's heartbeat table holds; offsets are committed separately.
-	h := protocol.PullMessageRequestHeader{
-		ConsumerGroup:        pc.group,
-		Topic:                q.mq.Topic,
-		QueueID:              q.mq.QueueID,
-		QueueOffset:          from,
-		MaxMsgNums:           int32(pc.opts.pullBatch),
-		SysFlag:              protocol.PullFlagSuspend | protocol.PullFlagSubscription,
-		SuspendTimeoutMillis: pc.opts.suspend.Milliseconds(),
-		Subscription:         q.sub.expr,
-		SubVersion:           q.sub.version,
-		ExpressionType:       protocol.ExpressionTag,
-		BrokerName:           q.mq.BrokerName,
-	}
+	r := pullRequest{group: pc.group, mq: q.mq, offset: from, max: int32(pc.opts.pullBatch), sub: q.sub,
+		suspend: pc.opts.suspend}
 	// The broker answers a held pull by the suspend timeout; allow for a slow answer.
 	ctx, cancel := context.WithTimeout(q.ctx, pc.opts.suspend+15*time.Second)
 	defer cancel()
 	addr := q.pullAddr()
-	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
-	code := protocol.Success
-	var be *BrokerError
-	if errors.As(err, &be) {
-		code = be.Code
-	}
-	switch code {
-	case protocol.Success:
-		if err != nil {
-			q.suggested.Store(masterID) // the next try goes to the master (or readAddr)
-			return nil, err
-		}
-	case protocol.PullNotFound, protocol.PullRetryImmediately, protocol.PullOffsetMoved:
-	default:
-		q.suggested.Store(masterID)
+	ans, err := pc.c.pullMessage(ctx, addr, &r)
+	if err != nil {
+		q.suggested.Store(masterID) // the next try goes to the master (or readAddr)
 		return nil, err
 	}
-	var rh protocol.PullMessageResponseHeader
-	if err := rh.DecodeExt(resp.ExtFields); err != nil {
-		q.suggested.Store(masterID)
-		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
-	}
-	q.suggested.Store(rh.SuggestWhichBrokerID)
-	if code != protocol.Success {
-		if code == protocol.PullOffsetMoved {
-			pc.log.Warn().Str("queue", q.mq.String()).Int64("from", from).Int64("to", rh.NextBeginOffset).
+	q.suggested.Store(ans.suggested)
+	if ans.status != PullFound {
+		if ans.status == PullOffsetIllegal {
+			pc.log.Warn().Str("queue", q.mq.String()).Int64("from", from).Int64("to", ans.next).
 				Msg("offset moved")
 		}
-		q.advance(nil, rh.NextBeginOffset)
+		q.advance(nil, ans.next)
 		return nil, nil
 	}
-	msgs, err := q.decode(addr, resp)
+	msgs, err := q.decode(ans.body)
+	if err != nil {
+		return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
+	}
+	return q.advance(msgs, ans.next), nil
+}
+
+// decode turns a pull body into messages, keeping those the subscription wants; a
+// redelivered message gets its original topic back.
+func (q *processQueue) decode(body []byte) ([]*MessageExt, error) {
+	msgs, err := decodeMessages(body, q.mq.BrokerName, q.sub, &q.pc.log)
 	if err != nil {
 		return nil, err
 	}
-	return q.advance(msgs, rh.NextBeginOffset), nil
-}
-
-// decode turns a pull body from addr into messages, keeping those the subscription wants.
-func (q *processQueue) decode(addr string, resp *remoting.Command) ([]*MessageExt, error) {
-	var out []*MessageExt
 	retryTopic := protocol.RetryTopic(q.pc.group)
-	for b := resp.Body; len(b) > 0; {
-		var rec message.Record
-		n, err := rec.Decode(b)
-		if err != nil {
-			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
-		}
-		b = b[n:]
-		if !message.IsConsumable(rec.SysFlag) {
-			continue // a half or rolled-back transactional message
-		}
-		m := q.messageOf(&rec, retryTopic)
-		if !q.sub.matches(m.Tags()) {
-			continue
-		}
-		out = append(out, m)
+	for _, m := range msgs {
+		restoreTopic(m, retryTopic)
 	}
-	return out, nil
-}
-
-// messageOf builds the MessageExt of a pulled record (the body aliases the response).
-func (q *processQueue) messageOf(rec *message.Record, retryTopic string) *MessageExt {
-	m := &MessageExt{
-		Message: message.Message{Topic: string(rec.Topic), Flag: rec.Flag, Body: rec.Body,
-			Properties: message.ParseProperties(rec.Properties)},
-		OffsetMsgID: rec.OffsetMsgID(), Queue: q.mq, QueueOffset: rec.QueueOffset,
-		CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
-		BornTime: time.UnixMilli(rec.BornTimestamp), StoreTime: time.UnixMilli(rec.StoreTimestamp),
-		BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
-	}
-	m.MsgID = m.UniqKey()
-	if m.MsgID == "" {
-		m.MsgID = m.OffsetMsgID
-	}
-	if orig := m.Property(message.PropertyRetryTopic); orig != "" && m.Topic == retryTopic {
-		m.Topic = orig
-	}
-	if message.IsZlibCompressed(rec.SysFlag) {
-		if body, err := message.Decompress(rec.Body, 0); err == nil {
-			m.Body = body
-		} else {
-			q.pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; delivering it as stored")
-		}
-	}
-	return m
+	return msgs, nil
 }

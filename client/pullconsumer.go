@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -177,15 +176,9 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 			wait = 0
 		}
 	}
-	h := protocol.PullMessageRequestHeader{
-		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, QueueOffset: offset,
-		MaxMsgNums: int32(maxNums), SysFlag: protocol.PullFlagSubscription,
-		Subscription: sub.expr, SubVersion: sub.version, ExpressionType: protocol.ExpressionTag,
-		BrokerName: mq.BrokerName,
-	}
+	r := pullRequest{group: p.group, mq: mq, offset: offset, max: int32(maxNums), sub: sub}
 	if wait > 0 {
-		h.SysFlag |= protocol.PullFlagSuspend
-		h.SuspendTimeoutMillis = wait.Milliseconds()
+		r.suspend = wait
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, wait+pullTimeoutMargin)
@@ -196,48 +189,28 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 	if err != nil {
 		return PullResult{}, err
 	}
-	resp, err := p.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
-	var res PullResult
-	var be *BrokerError
-	switch {
-	case err == nil:
-		res.Status = PullFound
-	case !errors.As(err, &be):
-		if ctx.Err() == nil {
+	ans, err := p.c.pullMessage(ctx, addr, &r)
+	if err != nil {
+		p.suggest(mq, masterID) // the next try goes to the master (or readAddr)
+		if ans.answered {
+			return PullResult{}, err // the answer's header is malformed
+		}
+		var be *BrokerError
+		if !errors.As(err, &be) && ctx.Err() == nil {
 			p.forget(mq.BrokerName)
 		}
-		p.suggest(mq, masterID) // the next try goes to the master (or readAddr)
-		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
-	case be.Code == protocol.PullNotFound:
-		res.Status = PullNoNewMessage
-	case be.Code == protocol.PullRetryImmediately:
-		res.Status = PullNoMatchedMessage
-	case be.Code == protocol.PullOffsetMoved:
-		res.Status = PullOffsetIllegal
-	default:
-		p.suggest(mq, masterID)
-		return res, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
+		return PullResult{}, fmt.Errorf("client: pull %s at %d: %w", mq, offset, err)
 	}
-	var rh protocol.PullMessageResponseHeader
-	if err := rh.DecodeExt(resp.ExtFields); err != nil {
-		p.suggest(mq, masterID)
-		return PullResult{}, fmt.Errorf("client: pull response from %s: %w", addr, err)
-	}
-	p.suggest(mq, rh.SuggestWhichBrokerID)
-	res.NextOffset, res.MinOffset, res.MaxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
+	p.suggest(mq, ans.suggested)
+	res := PullResult{Status: ans.status, NextOffset: ans.next, MinOffset: ans.min, MaxOffset: ans.max}
 	if res.Status != PullFound {
 		return res, nil
 	}
-	msgs, err := p.c.Admin().decodeRecords(resp.Body, mq.BrokerName)
+	// Dropped: what the broker's hash filter let through by collision, and half or
+	// rolled-back transactional records.
+	res.Messages, err = decodeMessages(ans.body, mq.BrokerName, sub, &p.c.log)
 	if err != nil {
 		return PullResult{}, fmt.Errorf("client: pull %s at %d from %s: %w", mq, offset, addr, err)
-	}
-	for _, m := range msgs {
-		// Drop what the broker's hash filter let through by collision, and half or
-		// rolled-back transactional records.
-		if message.IsConsumable(m.SysFlag) && sub.matches(m.Tags()) {
-			res.Messages = append(res.Messages, m)
-		}
 	}
 	if len(res.Messages) == 0 {
 		res.Status = PullNoMatchedMessage
@@ -248,36 +221,28 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 // CommittedOffset is the group's committed offset of mq — the next message the group
 // will consume — or −1 when it has none.
 func (p *PullConsumer) CommittedOffset(ctx context.Context, mq MessageQueue) (int64, error) {
-	if err := checkQueue(mq); err != nil {
-		return 0, err
-	}
-	addr, err := p.brokerAddr(ctx, mq)
+	addr, err := p.offsetsAddr(ctx, mq)
 	if err != nil {
 		return 0, err
 	}
-	no := false // a group without an offset has none, even in a never-truncated queue
-	off, err := p.c.Admin().queueOffset(ctx, addr, protocol.QueryConsumerOffset, &protocol.QueryConsumerOffsetRequestHeader{
-		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, SetZeroIfNotFound: &no, BrokerName: mq.BrokerName})
-	switch {
-	case hasCode(err, protocol.QueryNotFound):
-		return -1, nil
-	case err != nil:
+	off, err := p.c.committedOffset(ctx, addr, p.group, mq)
+	if err != nil {
 		p.forgetOnTransportError(mq.BrokerName, err)
 		return 0, fmt.Errorf("client: committed offset of %s in %s: %w", p.group, mq, err)
 	}
-	return max(off, -1), nil
+	return off, nil
 }
 
 // CommitOffset stores offset (the next message to consume) as the group's committed
 // offset of mq on its broker.
 func (p *PullConsumer) CommitOffset(ctx context.Context, mq MessageQueue, offset int64) error {
-	if err := checkQueue(mq); err != nil {
-		return err
-	}
 	if offset < 0 {
+		if err := checkQueue(mq); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: offset %d (≥ 0)", ErrInvalidArgument, offset)
 	}
-	addr, err := p.brokerAddr(ctx, mq)
+	addr, err := p.offsetsAddr(ctx, mq)
 	if err != nil {
 		return err
 	}
@@ -286,9 +251,7 @@ func (p *PullConsumer) CommitOffset(ctx context.Context, mq MessageQueue, offset
 
 // commitOffsetAt is CommitOffset to the broker at addr.
 func (p *PullConsumer) commitOffsetAt(ctx context.Context, addr string, mq MessageQueue, offset int64) error {
-	req := protocol.NewRequest(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{
-		ConsumerGroup: p.group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: offset, BrokerName: mq.BrokerName})
-	if _, err := p.c.invoke(ctx, addr, req); err != nil {
+	if err := p.c.commitOffset(ctx, addr, p.group, mq, offset); err != nil {
 		p.forgetOnTransportError(mq.BrokerName, err)
 		return fmt.Errorf("client: commit offset %d of %s for %s: %w", offset, mq, p.group, err)
 	}
@@ -297,38 +260,45 @@ func (p *PullConsumer) commitOffsetAt(ctx context.Context, addr string, mq Messa
 
 // MinOffset is the smallest offset mq still stores.
 func (p *PullConsumer) MinOffset(ctx context.Context, mq MessageQueue) (int64, error) {
-	return p.bound(ctx, mq, protocol.GetMinOffset, &protocol.GetMinOffsetRequestHeader{
-		Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName})
+	return p.bound(ctx, mq, protocol.GetMinOffset, p.c.minOffset)
 }
 
 // MaxOffset is the offset the next message stored in mq will get (the queue's end).
 func (p *PullConsumer) MaxOffset(ctx context.Context, mq MessageQueue) (int64, error) {
-	return p.bound(ctx, mq, protocol.GetMaxOffset, &protocol.GetMaxOffsetRequestHeader{
-		Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName})
+	return p.bound(ctx, mq, protocol.GetMaxOffset, p.c.maxOffset)
 }
 
 // OffsetByTime is the offset of the first message of mq stored at or after t: the max
 // offset when all are older, the min offset when all are newer.
 func (p *PullConsumer) OffsetByTime(ctx context.Context, mq MessageQueue, t time.Time) (int64, error) {
-	return p.bound(ctx, mq, protocol.SearchOffsetByTimestamp, &protocol.SearchOffsetRequestHeader{
-		Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: t.UnixMilli(), BrokerName: mq.BrokerName})
+	return p.bound(ctx, mq, protocol.SearchOffsetByTimestamp, func(ctx context.Context, addr string, mq MessageQueue) (int64, error) {
+		return p.c.offsetByTime(ctx, addr, mq, t.UnixMilli())
+	})
 }
 
-// bound sends a queue-offset request about mq to its broker.
-func (p *PullConsumer) bound(ctx context.Context, mq MessageQueue, code protocol.RequestCode, h protocol.Header) (int64, error) {
-	if err := checkQueue(mq); err != nil {
-		return 0, err
-	}
-	addr, err := p.brokerAddr(ctx, mq)
+// bound asks mq's broker for one of its offsets with call (the request code names it in
+// errors).
+func (p *PullConsumer) bound(ctx context.Context, mq MessageQueue, code protocol.RequestCode,
+	call func(context.Context, string, MessageQueue) (int64, error)) (int64, error) {
+	addr, err := p.offsetsAddr(ctx, mq)
 	if err != nil {
 		return 0, err
 	}
-	off, err := p.c.Admin().queueOffset(ctx, addr, code, h)
+	off, err := call(ctx, addr, mq)
 	if err != nil {
 		p.forgetOnTransportError(mq.BrokerName, err)
 		return 0, fmt.Errorf("client: %s of %s: %w", code, mq, err)
 	}
 	return off, nil
+}
+
+// offsetsAddr checks mq and returns where its offsets are read and written
+// (brokerAddr).
+func (p *PullConsumer) offsetsAddr(ctx context.Context, mq MessageQueue) (string, error) {
+	if err := checkQueue(mq); err != nil {
+		return "", err
+	}
+	return p.brokerAddr(ctx, mq)
 }
 
 // checkQueue refuses a malformed queue.

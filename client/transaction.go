@@ -32,7 +32,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
@@ -499,7 +498,9 @@ func (c *Client) onCheckTransactionState(_ context.Context, ch remoting.Channel,
 		c.log.Warn().Err(err).Str("broker", ch.RemoteAddr()).Msg("bad CHECK_TRANSACTION_STATE body")
 		return nil, nil
 	}
-	msg := checkedMessage(&rec, h.BrokerName)
+	// The checker sees the real topic and queue and the current half copy's offsets; a
+	// body that does not inflate is shown as stored.
+	msg, _ := messageOf(&rec, h.BrokerName)
 	group := msg.Property(message.PropertyProducerGroup)
 	c.txn.Lock()
 	tp := c.txn.producers[group]
@@ -510,29 +511,6 @@ func (c *Client) onCheckTransactionState(_ context.Context, ch remoting.Channel,
 	}
 	tp.queueCheck(checkTask{ch: ch, h: h, msg: msg})
 	return nil, nil
-}
-
-// checkedMessage builds the MessageExt a checker sees from a check's record (real topic
-// and queue, the current half copy's offsets).
-func checkedMessage(rec *message.Record, brokerName string) *MessageExt {
-	m := &MessageExt{
-		Message: message.Message{Topic: string(rec.Topic), Flag: rec.Flag, Body: rec.Body,
-			Properties: message.ParseProperties(rec.Properties)},
-		OffsetMsgID: rec.OffsetMsgID(), Queue: MessageQueue{Topic: string(rec.Topic), BrokerName: brokerName, QueueID: rec.QueueID},
-		QueueOffset: rec.QueueOffset, CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
-		BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
-	}
-	m.BornTime, m.StoreTime = time.UnixMilli(rec.BornTimestamp), time.UnixMilli(rec.StoreTimestamp)
-	m.MsgID = m.UniqKey()
-	if m.MsgID == "" {
-		m.MsgID = m.OffsetMsgID
-	}
-	if message.IsZlibCompressed(rec.SysFlag) {
-		if body, err := message.Decompress(rec.Body, 0); err == nil {
-			m.Body = body
-		}
-	}
-	return m
 }
 
 // queueCheck hands a check to the workers, or drops it when the producer is closed or
