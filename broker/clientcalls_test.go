@@ -29,6 +29,10 @@ func (f *resetFakes) ReadRecordBytes(int64) ([]byte, *store.View, error) {
 	return nil, nil, errors.New("no record")
 }
 func (f *resetFakes) Commit(_, _ string, q int32, off int64) { f.offsets[q] = off }
+func (f *resetFakes) CommitFrom(_, _ string, q int32, off int64, _, _ uint64) bool {
+	f.offsets[q] = off
+	return true
+}
 func (f *resetFakes) Query(_, _ string, q int32) (int64, bool) {
 	off, ok := f.offsets[q]
 	return off, ok

@@ -62,7 +62,13 @@ type GroupTable interface {
 
 // OffsetTable holds consumer offsets.
 type OffsetTable interface {
+	// Commit records an offset the broker sets itself (an admin reset): it always
+	// applies and forgets the order of earlier commits.
 	Commit(group, topic string, queueID int32, offset int64)
+	// CommitFrom records an offset a client committed on connection conn in its request
+	// with arrival sequence number seq (remoting.Command.Seq), unless a later request of
+	// the same connection has committed the key already; it reports whether it applied.
+	CommitFrom(group, topic string, queueID int32, offset int64, conn, seq uint64) bool
 	Query(group, topic string, queueID int32) (int64, bool)
 	DeleteTopic(topic string) int
 }

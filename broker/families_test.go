@@ -36,6 +36,11 @@ func (f *fakeOffsets) Query(group, topic string, q int32) (int64, bool) {
 
 func (f *fakeOffsets) Commit(group, topic string, q int32, off int64) { f.m[group+"/"+topic] = off }
 
+func (f *fakeOffsets) CommitFrom(group, topic string, q int32, off int64, _, _ uint64) bool {
+	f.m[group+"/"+topic] = off
+	return true
+}
+
 func request(code protocol.RequestCode, h protocol.Header) *remoting.Command {
 	return protocol.NewRequest(code, h)
 }
@@ -60,7 +65,7 @@ func TestQueryConsumerOffsetRules(t *testing.T) {
 	st.min = 3
 	require.Equal(t, int16(protocol.QueryNotFound), ask("new").Code, "cleaned queue: the client decides")
 
-	_, err := h.handleUpdateConsumerOffset(context.Background(), nil,
+	_, err := h.handleUpdateConsumerOffset(context.Background(), fakeChannel{},
 		request(protocol.UpdateConsumerOffset, &protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "T", CommitOffset: 50}))
 	require.NoError(t, err)
 	require.Equal(t, "50", ask("g").Ext("offset"))

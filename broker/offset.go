@@ -8,7 +8,8 @@ package broker
 // never lost messages to cleanup and is not empty (so a new group sees what was sent
 // before it started, as RocketMQ does while offset 0 is still cached), else
 // QUERY_NOT_FOUND. A negative commit (the Go client sends −1 for "nothing consumed") is
-// ignored.
+// ignored. Commits of one connection for one queue (here and in pulls) apply in the order
+// they arrived, by remoting.Command.Seq, whichever worker serves them first.
 
 import (
 	"context"
@@ -45,12 +46,16 @@ func (o *offsetHandler) handleQueryConsumerOffset(_ context.Context, _ remoting.
 	return respond(req, protocol.QueryNotFound, "no offset stored for this group and queue"), nil
 }
 
-func (o *offsetHandler) handleUpdateConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// handleUpdateConsumerOffset applies a commit in the order its connection sent it: the
+// Go client sends its commits oneway, and this pool's workers may serve two of them out
+// of order, so a commit overtaken by a later one of the same connection (a higher Seq) is
+// ignored rather than allowed to move the offset back or forth (see OffsetTable.CommitFrom).
+func (o *offsetHandler) handleUpdateConsumerOffset(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.UpdateConsumerOffsetRequestHeader
 	if err := h.DecodeExt(req.ExtFields); err != nil {
 		return nil, fail(protocol.SystemError, "decode header: %v", err)
 	}
-	o.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	o.offsets.CommitFrom(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset, ch.ID(), req.Seq)
 	return respond(req, protocol.Success, ""), nil
 }
 

@@ -110,7 +110,7 @@ func (pl *puller) handlePull(_ context.Context, ch remoting.Channel, req *remoti
 		}
 	}
 	if h.SysFlag&protocol.PullFlagCommitOffset != 0 && pl.master {
-		pl.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		pl.offsets.CommitFrom(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset, ch.ID(), req.Seq) // in arrival order, see offset.go
 	}
 	p := &pullRequest{ch: ch, req: req, h: h, filter: tags, sql: sql,
 		brokerID: gcfg.BrokerID, slowBrokerID: gcfg.WhichBrokerWhenConsumeSlowly}

@@ -137,6 +137,16 @@ type Command struct {
 	OnWritten func(err error)
 	// SerializeType is the header codec this command arrived with or will be sent with.
 	SerializeType SerializeType
+	// Seq is the frame's arrival sequence number on its connection, local to this
+	// process and never sent: a Server numbers the frames it reads on each connection 1,
+	// 2, 3, ... in the order they arrive (requests and responses alike; a frame refused
+	// for the request-bytes limit gets no number), as it reads them and before it hands a
+	// request to a worker pool. Requests of one connection served concurrently by several
+	// workers can thus still be ordered as the peer sent them (the broker applies a
+	// connection's offset commits in Seq order). It is 0 in a Command the Server did
+	// not read (built locally, or read by a Client). Together with the Channel's ID it
+	// identifies a request among all those a Server has read.
+	Seq uint64
 
 	// extBuf backs ExtFields for decoded commands and responses, so a header of up to
 	// extInline fields costs no allocation of its own.

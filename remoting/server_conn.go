@@ -68,6 +68,7 @@ type serverConn struct {
 	out outQueue
 
 	rd     frameReader // touched only by the transport's reader and, after it, the close sequence
+	seq    uint64      // frames read so far, numbering them (Command.Seq); touched only by the reader
 	budget connBudget
 
 	idle struct { // touched only by the sweeper goroutine

@@ -148,7 +148,8 @@ func (c *serverConn) readStep(r frameSource) error {
 			c.releaseBytes(held)
 			return c.abort(err, "bad frame")
 		}
-		cmd.held, cmd.frame = held, box
+		c.seq++
+		cmd.held, cmd.frame, cmd.Seq = held, box, c.seq
 		c.activity.Add(1)
 		c.srv.dispatch(c, cmd)
 	case stateRefusedHead:

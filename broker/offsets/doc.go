@@ -11,10 +11,23 @@
 // Committing the same offset again is not a change, so idle groups (the Go
 // client re-commits every owned queue every 5 s) cause no writes.
 //
-// [Store.Commit] is the hot path: one mutex, one map lookup with a struct
-// key, and no allocation when the key already exists. Negative offsets mean
-// "no offset" (the Go client commits −1 for queues it never consumed) and
-// are ignored, as are negative queue ids.
+// [Store.CommitFrom] (a client's commit) and [Store.Commit] (an offset the
+// broker sets itself) are the hot path: one mutex, one map lookup with a
+// struct key, and no allocation when the key already exists. Negative
+// offsets mean "no offset" (the Go client commits −1 for queues it never
+// consumed) and are ignored, as are negative queue ids.
+//
+// # Commit order
+//
+// Every commit replaces the offset, forwards or back, as in RocketMQ, with
+// one exception: commits of one connection apply in the order the
+// connection sent them. Each key remembers the connection and arrival
+// sequence number (remoting.Command.Seq) of the last CommitFrom applied to
+// it, and a CommitFrom from that connection with a lower number is ignored:
+// the broker's workers may serve two oneway commits of one connection in the
+// other order. A commit from another connection applies and is tracked from
+// then on; Commit, Merge and deletions forget the tracking, so the next
+// commit of any connection applies. The tracking is not written to the file.
 //
 // # File format (config/consumerOffset.json)
 //

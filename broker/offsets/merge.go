@@ -15,11 +15,11 @@ func (s *Store) Merge(table map[Key]int64) int {
 		if off < 0 || k.QueueID < 0 || k.Group == "" || k.Topic == "" {
 			continue
 		}
-		if old, ok := s.mu.table[k]; ok && old == off {
+		if old, ok := s.mu.table[k]; ok && old.offset == off {
 			continue
 		}
 		k.Group, k.Topic = strings.Clone(k.Group), strings.Clone(k.Topic)
-		s.mu.table[k] = off
+		s.mu.table[k] = slot{offset: off} // as Commit: the next CommitFrom of any connection applies
 		changed++
 	}
 	if changed > 0 {

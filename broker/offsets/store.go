@@ -69,6 +69,15 @@ type Key struct {
 	QueueID int32  // queue id within the topic on this broker
 }
 
+// slot is one committed offset and where its last commit came from, for CommitFrom's
+// ordering; conn and seq are 0 after a commit that carries no order (Commit, Merge, a
+// load).
+type slot struct {
+	offset int64
+	conn   uint64 // connection of the last applied ordered commit
+	seq    uint64 // its arrival sequence number on that connection
+}
+
 // Store holds the consumer offsets of every group on this broker. It is safe
 // for concurrent use. Open starts its flusher goroutine; Close stops it.
 //
@@ -80,7 +89,7 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		table map[Key]int64
+		table map[Key]slot
 		gen   uint64 // incremented on every change
 	}
 
@@ -107,16 +116,16 @@ func Open(opts Options) (*Store, error) {
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	file, table, found, err := metafile.Open(opts.FS, filepath.Join(opts.Dir, configDir), fileName, &s.opts.Logger,
+	file, table, _, err := metafile.Open(opts.FS, filepath.Join(opts.Dir, configDir), fileName, &s.opts.Logger,
 		func(b []byte) (map[Key]int64, error) { return decodeTable(b, &s.opts.Logger) })
 	if err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
-	if !found {
-		table = make(map[Key]int64)
-	}
 	s.file = file
-	s.mu.table = table
+	s.mu.table = make(map[Key]slot, len(table))
+	for k, off := range table {
+		s.mu.table[k] = slot{offset: off}
+	}
 	go s.run()
 	return s, nil
 }
@@ -143,32 +152,65 @@ func (s *Store) run() {
 // topic. A negative offset means "no offset" and is ignored (the Go client
 // commits −1 for queues it never consumed), as is a negative queue id. It
 // does not allocate when the key already exists.
+//
+// Commit carries no order: it always applies and forgets where the last
+// commit of the key came from, so the next CommitFrom of any connection
+// applies too. The broker uses it for the offsets it sets itself (an admin
+// reset).
 func (s *Store) Commit(group, topic string, queueID int32, offset int64) {
+	s.commit(group, topic, queueID, offset, 0, 0)
+}
+
+// CommitFrom is Commit for a commit a client sent: conn identifies its
+// connection and seq is the request's arrival sequence number on it
+// (remoting.Command.Seq). A commit of the key from the same connection with a
+// higher seq that was applied before wins: this one is ignored and CommitFrom
+// returns false, so that commits sent in order on one connection are applied
+// in that order even when worker goroutines serve them out of order. A
+// commit from another connection than the last applied one, or after a
+// Commit, always applies (no increase-only rule: a consumer may move its
+// offset back). conn 0 means "no connection": it then behaves as Commit. It
+// returns whether the offset was recorded (false also for an ignored negative
+// offset or queue id), and does not allocate when the key already exists.
+func (s *Store) CommitFrom(group, topic string, queueID int32, offset int64, conn, seq uint64) bool {
+	return s.commit(group, topic, queueID, offset, conn, seq)
+}
+
+func (s *Store) commit(group, topic string, queueID int32, offset int64, conn, seq uint64) bool {
 	if offset < 0 || queueID < 0 {
-		return
+		return false
 	}
 	k := Key{Group: group, Topic: topic, QueueID: queueID}
+	if conn == 0 {
+		seq = 0
+	}
 	s.mu.Lock()
 	old, ok := s.mu.table[k]
 	switch {
 	case !ok:
 		// Copy the names so that the table does not pin the caller's buffers.
 		k.Group, k.Topic = strings.Clone(group), strings.Clone(topic)
-		s.mu.table[k] = offset
+		s.mu.table[k] = slot{offset: offset, conn: conn, seq: seq}
 		s.mu.gen++
-	case old != offset:
-		s.mu.table[k] = offset
-		s.mu.gen++
+	case conn != 0 && old.conn == conn && seq < old.seq:
+		s.mu.Unlock()
+		return false // overtaken by a later commit of the same connection
+	default:
+		s.mu.table[k] = slot{offset: offset, conn: conn, seq: seq}
+		if old.offset != offset {
+			s.mu.gen++
+		}
 	}
 	s.mu.Unlock()
+	return true
 }
 
 // Query returns the committed offset of group for queueID of topic.
 func (s *Store) Query(group, topic string, queueID int32) (int64, bool) {
 	s.mu.Lock()
-	off, ok := s.mu.table[Key{Group: group, Topic: topic, QueueID: queueID}]
+	sl, ok := s.mu.table[Key{Group: group, Topic: topic, QueueID: queueID}]
 	s.mu.Unlock()
-	return off, ok
+	return sl.offset, ok
 }
 
 // DeleteTopic removes the offsets of every group for topic (DELETE_TOPIC)
@@ -187,7 +229,7 @@ func (s *Store) deleteWhere(match func(Key) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.mu.table)
-	maps.DeleteFunc(s.mu.table, func(k Key, _ int64) bool { return match(k) })
+	maps.DeleteFunc(s.mu.table, func(k Key, _ slot) bool { return match(k) })
 	removed := n - len(s.mu.table)
 	if removed > 0 {
 		s.mu.gen++
@@ -229,9 +271,9 @@ func (s *Store) collect(pick func(Key) (string, bool)) []string {
 func (s *Store) Offsets(group, topic string) map[int32]int64 {
 	out := make(map[int32]int64)
 	s.mu.Lock()
-	for k, off := range s.mu.table {
+	for k, sl := range s.mu.table {
 		if k.Group == group && k.Topic == topic {
-			out[k.QueueID] = off
+			out[k.QueueID] = sl.offset
 		}
 	}
 	s.mu.Unlock()
@@ -242,7 +284,11 @@ func (s *Store) Offsets(group, topic string) map[int32]int64 {
 func (s *Store) Snapshot() map[Key]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.mu.table)
+	out := make(map[Key]int64, len(s.mu.table))
+	for k, sl := range s.mu.table {
+		out[k] = sl.offset
+	}
+	return out
 }
 
 // Flush writes the offsets now if they changed since the last write. It
@@ -259,8 +305,8 @@ func (s *Store) Flush() error {
 		return nil
 	}
 	entries := make([]entry, 0, len(s.mu.table))
-	for k, off := range s.mu.table {
-		entries = append(entries, entry{key: k, offset: off})
+	for k, sl := range s.mu.table {
+		entries = append(entries, entry{key: k, offset: sl.offset})
 	}
 	s.mu.Unlock()
 

@@ -461,3 +461,112 @@ func BenchmarkCommit(b *testing.B) {
 		s.Commit(groups[i&3], "TopicTest", int32(i&15), int64(i))
 	}
 }
+
+// Commits of one connection apply in the order it sent them (by their arrival sequence
+// numbers), whichever is applied first: the Go client's periodic commit of its old
+// position (sequence 4) applied after its commit of a reset position (sequence 5) is
+// ignored. A later commit of the same connection applies, backwards too (no
+// increase-only rule), and keys are tracked each on its own.
+func TestCommitFromKeepsConnectionOrder(t *testing.T) {
+	s := openStore(t, testOptions(mmap.NewMemFS(), "/store"))
+	query := func(q int32) int64 {
+		t.Helper()
+		off, ok := s.Query("g", "t", q)
+		require.True(t, ok)
+		return off
+	}
+	require.True(t, s.CommitFrom("g", "t", 0, 0, 7, 5))
+	require.False(t, s.CommitFrom("g", "t", 0, 100, 7, 4), "overtaken by sequence 5 of the same connection")
+	require.Equal(t, int64(0), query(0))
+
+	require.True(t, s.CommitFrom("g", "t", 0, 30, 7, 9))
+	require.True(t, s.CommitFrom("g", "t", 0, 30, 7, 9), "the same request again (a held pull served anew)")
+	require.True(t, s.CommitFrom("g", "t", 0, 12, 7, 10), "a later commit moves the offset back")
+	require.Equal(t, int64(12), query(0))
+
+	require.True(t, s.CommitFrom("g", "t", 1, 50, 7, 2), "queue 1 has seen no commit of sequence 10")
+	require.True(t, s.CommitFrom("g2", "t", 0, 60, 7, 3), "nor has another group")
+	require.Equal(t, int64(50), query(1))
+	require.False(t, s.CommitFrom("g", "t", 0, 99, 7, 8))
+	require.Equal(t, int64(12), query(0))
+
+	require.False(t, s.CommitFrom("g", "t", 0, -1, 7, 11), "a negative offset is ignored as by Commit")
+	require.Equal(t, int64(12), query(0))
+}
+
+// A commit from another connection always applies (a consumer that reconnected, or
+// another member of the group after a rebalance), whatever its sequence number, and its
+// connection's order is tracked from then on.
+func TestCommitFromOtherConnectionApplies(t *testing.T) {
+	s := openStore(t, testOptions(mmap.NewMemFS(), "/store"))
+	require.True(t, s.CommitFrom("g", "t", 0, 40, 7, 100))
+	require.True(t, s.CommitFrom("g", "t", 0, 20, 8, 1))
+	off, _ := s.Query("g", "t", 0)
+	require.Equal(t, int64(20), off)
+	require.True(t, s.CommitFrom("g", "t", 0, 25, 8, 3))
+	require.False(t, s.CommitFrom("g", "t", 0, 22, 8, 2))
+	off, _ = s.Query("g", "t", 0)
+	require.Equal(t, int64(25), off)
+}
+
+// The offsets the broker sets itself (Commit: an admin reset; Merge: a slave's sync) and
+// deletions always apply and forget the order of earlier commits, so the client's next
+// commit applies whatever its number; from then on its connection's order holds again,
+// so that a periodic commit of the old position sent before the client's commit of the
+// reset offset cannot undo the reset.
+func TestBrokerSetOffsetsResetCommitOrder(t *testing.T) {
+	s := openStore(t, testOptions(mmap.NewMemFS(), "/store"))
+	query := func() int64 {
+		t.Helper()
+		off, ok := s.Query("g", "t", 0)
+		require.True(t, ok)
+		return off
+	}
+	require.True(t, s.CommitFrom("g", "t", 0, 40, 7, 10))
+	s.Commit("g", "t", 0, 0) // the reset
+	require.Equal(t, int64(0), query())
+	require.True(t, s.CommitFrom("g", "t", 0, 0, 7, 12), "the client commits the reset offset")
+	require.False(t, s.CommitFrom("g", "t", 0, 40, 7, 11), "its periodic commit sent before is late")
+	require.Equal(t, int64(0), query())
+
+	s.Commit("g", "t", 0, 5)
+	require.True(t, s.CommitFrom("g", "t", 0, 6, 7, 1), "after Commit any number applies")
+	require.Equal(t, int64(6), query())
+
+	require.Equal(t, 1, s.Merge(map[Key]int64{{Group: "g", Topic: "t", QueueID: 0}: 8}))
+	require.True(t, s.CommitFrom("g", "t", 0, 7, 7, 0))
+	require.Equal(t, int64(7), query())
+
+	require.True(t, s.CommitFrom("g", "t", 0, 9, 7, 50))
+	require.Equal(t, 1, s.DeleteGroup("g"))
+	require.True(t, s.CommitFrom("g", "t", 0, 3, 7, 20), "a deleted offset keeps no order")
+	require.Equal(t, int64(3), query())
+}
+
+func TestCommitFromExistingKeyDoesNotAllocate(t *testing.T) {
+	s := openStore(t, testOptions(mmap.NewMemFS(), "/store"))
+	s.CommitFrom("group", "topic", 3, 1, 7, 1)
+	var seq uint64 = 1
+	allocs := testing.AllocsPerRun(1000, func() {
+		seq++
+		s.CommitFrom("group", "topic", 3, int64(seq), 7, seq)
+	})
+	require.Zero(t, allocs)
+}
+
+func BenchmarkCommitFrom(b *testing.B) {
+	s, err := Open(testOptions(mmap.NewMemFS(), "/store"))
+	require.NoError(b, err)
+	defer func() { _ = s.Close() }()
+	groups := []string{"cg-a", "cg-b", "cg-c", "cg-d"}
+	for _, g := range groups {
+		for q := range int32(16) {
+			s.Commit(g, "TopicTest", q, 0)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s.CommitFrom(groups[i&3], "TopicTest", int32(i&15), int64(i), uint64(1+i&1), uint64(i))
+	}
+}
