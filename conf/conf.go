@@ -123,15 +123,16 @@ type LogConfig struct {
 	// Level is the minimum level logged: trace, debug, info, warn or error.
 	// Components may override it (namesrv.logLevel, broker.logLevel).
 	// Default "info". Key log.level, env FERRY_LOG_LEVEL, flag --log-level.
-	Level string `mapstructure:"level"`
+	Level string `mapstructure:"level" default:"info" process:"command" meaning:"trace, debug, info, warn or error"`
 	// Format is "auto" (console on a terminal, JSON otherwise), "console" or
 	// "json", case-insensitive. Default "auto". Key log.format, env FERRY_LOG_FORMAT.
-	Format string `mapstructure:"format"`
+	Format string `mapstructure:"format" default:"auto" process:"command" meaning:"auto (console on a terminal, JSON otherwise), console or json"`
 }
 
-// DefaultLogConfig returns Level "info" and Format "auto".
+// DefaultLogConfig returns the default tags of LogConfig: Level "info" and Format
+// "auto".
 func DefaultLogConfig() LogConfig {
-	return LogConfig{Level: "info", Format: "auto"}
+	return defaultsOf[LogConfig]()
 }
 
 // Validate checks the level and format names.
