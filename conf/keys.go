@@ -62,6 +62,8 @@ type Key struct {
 	Property string
 	// PropertyFormat is how that property is written ("" for the type's own way).
 	PropertyFormat PropertyFormat
+
+	index []int // of the field in Config
 }
 
 // Section is the key's first part: "broker", "namesrv" or "log".
@@ -72,7 +74,7 @@ func (k Key) Section() string {
 
 // KeyTable returns the rows of every key, in the order of Keys.
 func KeyTable() []Key {
-	settings := settingsOf(reflect.TypeOf(Config{}))
+	settings := settingsOf(typeOfConfig())
 	out := make([]Key, len(settings))
 	for i, s := range settings {
 		out[i] = keyOf(s)
@@ -91,6 +93,7 @@ func keyOf(s setting) Key {
 		Process:        s.tag.Get("process"),
 		Property:       prop,
 		PropertyFormat: PropertyFormat(format),
+		index:          s.index,
 	}
 }
 
@@ -131,3 +134,8 @@ func defaultsOf[T any]() T {
 
 // typeOfConfig is the type the key table is read from.
 func typeOfConfig() reflect.Type { return reflect.TypeOf(Config{}) }
+
+// In returns the key's value in c: the field of its row, addressable.
+func (k Key) In(c *Config) reflect.Value {
+	return reflect.ValueOf(c).Elem().FieldByIndex(k.index)
+}
