@@ -123,10 +123,10 @@ type LogConfig struct {
 	// Level is the minimum level logged: trace, debug, info, warn or error.
 	// Components may override it (namesrv.logLevel, broker.logLevel).
 	// Default "info". Key log.level, env FERRY_LOG_LEVEL, flag --log-level.
-	Level string `mapstructure:"level" default:"info" process:"command" meaning:"trace, debug, info, warn or error"`
+	Level string `mapstructure:"level" default:"info" check:"logLevel" process:"command" meaning:"trace, debug, info, warn or error"`
 	// Format is "auto" (console on a terminal, JSON otherwise), "console" or
 	// "json", case-insensitive. Default "auto". Key log.format, env FERRY_LOG_FORMAT.
-	Format string `mapstructure:"format" default:"auto" process:"command" meaning:"auto (console on a terminal, JSON otherwise), console or json"`
+	Format string `mapstructure:"format" default:"auto" check:"oneOfFold=auto|console|json" process:"command" meaning:"auto (console on a terminal, JSON otherwise), console or json"`
 }
 
 // DefaultLogConfig returns the default tags of LogConfig: Level "info" and Format
@@ -135,16 +135,9 @@ func DefaultLogConfig() LogConfig {
 	return defaultsOf[LogConfig]()
 }
 
-// Validate checks the level and format names.
+// Validate checks the level and format names (the check tags of the key table).
 func (c LogConfig) Validate() error {
-	if err := checkLogLevel("log.level", c.Level, false); err != nil {
-		return err
-	}
-	switch strings.ToLower(c.Format) {
-	case "auto", "console", "json":
-		return nil
-	}
-	return invalid("log.format", "must be auto, console or json, got %q", c.Format)
+	return checkKeys(c, "log.")
 }
 
 // checkLogLevel accepts the level names of internal/logging (duplicated here

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 )
@@ -138,4 +139,103 @@ func typeOfConfig() reflect.Type { return reflect.TypeOf(Config{}) }
 // In returns the key's value in c: the field of its row, addressable.
 func (k Key) In(c *Config) reflect.Value {
 	return reflect.ValueOf(c).Elem().FieldByIndex(k.index)
+}
+
+// checkKeys runs the check tag of every key of a section struct (prefix is its section's
+// name and a dot): the checks of one value alone, each error naming the key. The rules
+// between keys follow in the section's Validate.
+func checkKeys(section any, prefix string) error {
+	v := reflect.ValueOf(section)
+	for _, s := range settingsOf(v.Type()) {
+		if check := s.tag.Get("check"); check != "" {
+			if err := checkValue(prefix+s.key, check, v.FieldByIndex(s.index)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkValue applies one check of the key table to the value of key:
+//
+//	listen         a host:port to listen on (checkListenAddr)
+//	dialList       at least one host:port to connect to (checkDialAddr)
+//	name           a broker or cluster name (checkName)
+//	notEmpty       not ""
+//	positive       a duration or number above 0
+//	notNegative    a number not below 0
+//	percent        a whole percentage, 1 to 100
+//	range=LO..HI   a number from LO to HI
+//	frameSize      a remoting frame size (checkFrameSize)
+//	oneOf=A|B|C    one of the names; oneOfFold: case-insensitively
+//	logLevel       a log level; logLevel=inherit: or "" for log.level's
+//	deleteWhen     hours as ParseDeleteWhen reads them
+//	delayLevels    a delay level table as ParseDelayLevels reads it
+func checkValue(key, check string, v reflect.Value) error {
+	name, arg, _ := strings.Cut(check, "=")
+	switch name {
+	case "listen":
+		return checkListenAddr(key, v.String())
+	case "dialList":
+		if v.Len() == 0 {
+			return invalid(key, "must list at least one name server")
+		}
+		for i := range v.Len() {
+			if err := checkDialAddr(key, v.Index(i).String()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "name":
+		return checkName(key, v.String())
+	case "notEmpty":
+		if v.String() == "" {
+			return invalid(key, "must not be empty")
+		}
+		return nil
+	case "positive":
+		if d, ok := v.Interface().(time.Duration); ok {
+			return checkPositiveDuration(key, d)
+		}
+		return checkPositive(key, v.Int())
+	case "notNegative":
+		if v.Int() < 0 {
+			return invalid(key, "must not be negative, got %d", v.Int())
+		}
+		return nil
+	case "percent":
+		return checkPercent(key, int(v.Int()))
+	case "range":
+		var lo, hi int64
+		if _, err := fmt.Sscanf(arg, "%d..%d", &lo, &hi); err != nil {
+			panic(fmt.Sprintf("conf: %s: bad range %q", key, arg))
+		}
+		if n := v.Int(); n < lo || n > hi {
+			return invalid(key, "must be from %d to %d, got %d", lo, hi, n)
+		}
+		return nil
+	case "frameSize":
+		return checkFrameSize(key, v.Int())
+	case "oneOf", "oneOfFold":
+		names := strings.Split(arg, "|")
+		for _, n := range names {
+			if n == v.String() || name == "oneOfFold" && strings.EqualFold(n, v.String()) {
+				return nil
+			}
+		}
+		return invalid(key, "must be %s or %s, got %q", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], v.String())
+	case "logLevel":
+		return checkLogLevel(key, v.String(), arg == "inherit")
+	case "deleteWhen":
+		if _, err := ParseDeleteWhen(v.String()); err != nil {
+			return invalid(key, "%v (got %q)", err, v.String())
+		}
+		return nil
+	case "delayLevels":
+		if _, err := ParseDelayLevels(v.String()); err != nil {
+			return invalid(key, "%v (got %q)", err, v.String())
+		}
+		return nil
+	}
+	panic(fmt.Sprintf("conf: %s: unknown check %q", key, check))
 }

@@ -12,31 +12,31 @@ type NameServerConfig struct {
 	// empty host listens on every interface, port 0 picks a free port).
 	// Default "127.0.0.1:9876". Key namesrv.listen, env FERRY_NAMESRV_LISTEN,
 	// flag --namesrv-listen.
-	Listen string `mapstructure:"listen" default:"127.0.0.1:9876" option:"Listen" meaning:"address the name server listens on (empty host = every interface, port 0 = any)"`
+	Listen string `mapstructure:"listen" default:"127.0.0.1:9876" check:"listen" option:"Listen" meaning:"address the name server listens on (empty host = every interface, port 0 = any)"`
 
 	// BrokerExpiry is how long a broker stays in the route table without
 	// re-registering (RocketMQ: 120 s). Default 120s. Key namesrv.brokerExpiry,
 	// env FERRY_NAMESRV_BROKER_EXPIRY.
-	BrokerExpiry time.Duration `mapstructure:"brokerExpiry" default:"2m" option:"BrokerExpiry" meaning:"a broker that has not re-registered for this long leaves the route table"`
+	BrokerExpiry time.Duration `mapstructure:"brokerExpiry" default:"2m" check:"positive" option:"BrokerExpiry" meaning:"a broker that has not re-registered for this long leaves the route table"`
 
 	// ScanInterval is how often expired brokers are swept (RocketMQ: 5 s). It
 	// must be shorter than BrokerExpiry. Default 5s. Key namesrv.scanInterval,
 	// env FERRY_NAMESRV_SCAN_INTERVAL.
-	ScanInterval time.Duration `mapstructure:"scanInterval" default:"5s" option:"ScanInterval" meaning:"how often expired brokers are swept; shorter than namesrv.brokerExpiry"`
+	ScanInterval time.Duration `mapstructure:"scanInterval" default:"5s" check:"positive" option:"ScanInterval" meaning:"how often expired brokers are swept; shorter than namesrv.brokerExpiry"`
 
 	// LogLevel overrides log.level for the name server; empty inherits it.
 	// Default "". Key namesrv.logLevel, env FERRY_NAMESRV_LOG_LEVEL.
-	LogLevel string `mapstructure:"logLevel" default:"" process:"command" meaning:"log level of the name server; empty inherits log.level"`
+	LogLevel string `mapstructure:"logLevel" default:"" check:"logLevel=inherit" process:"command" meaning:"log level of the name server; empty inherits log.level"`
 
 	// MaxFrameSize is the largest remoting frame accepted, in bytes (RocketMQ
 	// rejects frames over 16 MiB). Default 16MiB. Key namesrv.maxFrameSize,
 	// env FERRY_NAMESRV_MAX_FRAME_SIZE.
-	MaxFrameSize int64 `mapstructure:"maxFrameSize" default:"16MiB" option:"MaxFrameSize" meaning:"largest remoting frame accepted"`
+	MaxFrameSize int64 `mapstructure:"maxFrameSize" default:"16MiB" check:"frameSize" option:"MaxFrameSize" meaning:"largest remoting frame accepted"`
 
 	// IdleTimeout closes a connection that has carried no traffic for this
 	// long (clients and Netty use 120 s). Default 120s. Key
 	// namesrv.idleTimeout, env FERRY_NAMESRV_IDLE_TIMEOUT.
-	IdleTimeout time.Duration `mapstructure:"idleTimeout" default:"2m" option:"IdleTimeout" meaning:"a connection silent for this long is closed"`
+	IdleTimeout time.Duration `mapstructure:"idleTimeout" default:"2m" check:"positive" option:"IdleTimeout" meaning:"a connection silent for this long is closed"`
 
 	// ACLEnable checks every request against the accounts in ACLFile
 	// (RocketMQ ACL 1.0): broker registrations then need an admin account's
@@ -75,33 +75,19 @@ func DefaultNameServerConfig() NameServerConfig {
 	return defaultsOf[NameServerConfig]()
 }
 
-// Validate checks every field. The returned error names the offending key
-// ("namesrv.<field>") and wraps ErrInvalidConfig.
+// Validate checks every field (the check tags of the key table, then the rules between
+// fields). The returned error names the offending key ("namesrv.<field>") and wraps
+// ErrInvalidConfig.
 func (c NameServerConfig) Validate() error {
-	if err := checkListenAddr("namesrv.listen", c.Listen); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("namesrv.brokerExpiry", c.BrokerExpiry); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("namesrv.scanInterval", c.ScanInterval); err != nil {
+	if err := checkKeys(c, "namesrv."); err != nil {
 		return err
 	}
 	if c.ScanInterval >= c.BrokerExpiry {
 		return invalid("namesrv.scanInterval", "must be shorter than namesrv.brokerExpiry (%s), got %s",
 			c.BrokerExpiry, c.ScanInterval)
 	}
-	if err := checkLogLevel("namesrv.logLevel", c.LogLevel, true); err != nil {
-		return err
-	}
-	if err := checkFrameSize("namesrv.maxFrameSize", c.MaxFrameSize); err != nil {
-		return err
-	}
 	if c.ACLEnable && c.ACLFile == "" {
 		return invalid("namesrv.aclFile", "must name the accounts file when namesrv.aclEnable is true")
 	}
-	if err := checkTLS("namesrv", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert); err != nil {
-		return err
-	}
-	return checkPositiveDuration("namesrv.idleTimeout", c.IdleTimeout)
+	return checkTLS("namesrv", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert)
 }
