@@ -54,6 +54,45 @@ func TestEveryKeyHasOneOptionsField(t *testing.T) {
 	}
 }
 
+// Every key copied as it is reaches its Options field: each is set to a value other than
+// its default, and the field holds that value after copyKeys.
+func TestCopyKeysSetsEveryField(t *testing.T) {
+	cfg := conf.DefaultConfig()
+	changed := map[string]reflect.Value{}
+	for _, k := range conf.KeyTable() {
+		if k.Option == "" || convertedBrokerKeys[k.Name] || convertedNameServerKeys[k.Name] {
+			continue
+		}
+		v := k.In(&cfg)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Int, reflect.Int64:
+			v.SetInt(v.Int() + 3)
+		case reflect.Slice:
+			v.Set(reflect.Append(v, reflect.ValueOf("10.0.0.9:9876")))
+		default:
+			t.Fatalf("%s: no test value for a %s", k.Name, v.Type())
+		}
+		changed[k.Name] = v
+	}
+	bo, no := broker.DefaultOptions(), nameserver.DefaultOptions()
+	require.NoError(t, copyKeys(&cfg, "broker", &bo, convertedBrokerKeys))
+	require.NoError(t, copyKeys(&cfg, "namesrv", &no, convertedNameServerKeys))
+	roots := map[string]reflect.Value{"broker": reflect.ValueOf(&bo).Elem(), "namesrv": reflect.ValueOf(&no).Elem()}
+	for _, k := range conf.KeyTable() {
+		want, ok := changed[k.Name]
+		if !ok {
+			continue
+		}
+		got, err := optionField(roots[k.Section()], k.Option)
+		require.NoError(t, err, k.Name)
+		require.Equal(t, want.Convert(got.Type()).Interface(), got.Interface(), "%s onto %s", k.Name, k.Option)
+	}
+}
+
 // copyKeys refuses to copy a value across kinds (a name onto a number), so a key whose
 // Options field wants a conversion is caught by TestBrokerOptionsCarryEverySetting rather
 // than set wrong.
