@@ -179,6 +179,11 @@ type BrokerConfig struct {
 	// (diskSpaceWarningLevelRatio). Must be >= DiskMaxUsedRatio. Default 90.
 	// Key broker.diskFullRatio, env FERRY_BROKER_DISK_FULL_RATIO.
 	DiskFullRatio int `mapstructure:"diskFullRatio" default:"90" check:"percent" option:"Store.DiskFullRatio" property:"diskSpaceWarningLevelRatio" meaning:"disk usage % above which sends are refused (SERVICE_NOT_AVAILABLE)"`
+	// CleanResourceInterval is how often the rules above are applied: segments
+	// looked for that may or must be deleted (cleanResourceInterval). Default
+	// 10s. Key broker.cleanResourceInterval, env
+	// FERRY_BROKER_CLEAN_RESOURCE_INTERVAL.
+	CleanResourceInterval time.Duration `mapstructure:"cleanResourceInterval" default:"10s" check:"positive" option:"Store.CleanInterval" property:"cleanResourceInterval" meaning:"how often segments are looked for that may or must be deleted"`
 	// ScrubInterval runs a background scrub this often: every commit-log record
 	// checked (body CRC included) and every consume-queue unit against its
 	// record, the findings logged and counted; it only reports (ferry scrub

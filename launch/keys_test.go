@@ -135,6 +135,7 @@ func TestBrokerPropertiesOfTheDefaults(t *testing.T) {
 		"brokerId":                           "0",
 		"brokerName":                         "broker-a",
 		"brokerRole":                         "ASYNC_MASTER",
+		"cleanResourceInterval":              "10000",
 		"defaultTopicQueueNums":              "8",
 		"diskMaxUsedSpaceRatio":              "75",
 		"diskSpaceCleanForciblyRatio":        "85",
