@@ -20,6 +20,10 @@
 //	log:              # LogConfig
 //	  level: info
 //
+// Each leaf field of Config is one key, and its struct tags are the key's row in
+// the key table (see KeyTable): default, meaning, check, the Options field it
+// sets and its RocketMQ property.
+//
 // Keys are matched case-insensitively (as viper does), but the documented
 // spelling is camelCase. A key the loader does not know is an error, so a typo
 // never silently falls back to a default.
