@@ -25,13 +25,12 @@ func decodeAs(t *testing.T, typ reflect.Type, s string) any {
 	return holder.Elem().Field(0).Interface()
 }
 
-// defaultInDoc finds the default a field's comment states: "Default 16MiB.",
-// `Default "broker-a".`, `Default ["127.0.0.1:9876"].`, "Default true (RocketMQ: false)".
-var defaultInDoc = regexp.MustCompile(`Default (\[?"[^"]*"\]?|[^\s.,;(]+(?:\.\d+[^\s.,;(]*)?)`)
-
 // The comment of every key's field states the default its tag gives (the tag is the
 // source; the comment is for the reader of the code and must not drift from it).
 func TestFieldCommentsStateTheTableDefault(t *testing.T) {
+	// The default a comment states: "Default 16MiB.", `Default "broker-a".`,
+	// `Default ["127.0.0.1:9876"].`, "Default true (RocketMQ: false)".
+	defaultInDoc := regexp.MustCompile(`Default (\[?"[^"]*"\]?|[^\s.,;(]+(?:\.\d+[^\s.,;(]*)?)`)
 	fset := token.NewFileSet()
 	docs := map[string]string{} // struct.field -> doc
 	for _, file := range []string{"conf.go", "broker.go", "namesrv.go"} {

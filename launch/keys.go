@@ -12,13 +12,13 @@ import (
 	"github.com/ferrymq/ferry/store"
 )
 
-// Keys whose value is not copied as is onto the Options field of their row (conf.Key.Option)
-// but converted by hand in BrokerOptions or NameServerOptions: a name mapped onto an
-// enumeration, a percentage onto a fraction, a file onto a loaded TLS or ACL setup, an empty
-// value resolved from other keys. Every other key with an Options field is copied by
-// copyKeys, so a new plain setting needs no code here.
-var (
-	convertedBrokerKeys = map[string]bool{
+// convertedBrokerKeys lists the keys whose value is not copied as is onto the Options
+// field of their row (conf.Key.Option) but converted by hand in BrokerOptions: a name
+// mapped onto an enumeration, a percentage onto a fraction, files onto a loaded TLS or ACL
+// setup, an empty value resolved from other keys. Every other key with an Options field is
+// copied by copyKeys, so a new plain setting needs no code here.
+func convertedBrokerKeys() map[string]bool {
+	return map[string]bool{
 		"broker.brokerRole": true, "broker.advertisedAddr": true, "broker.haListen": true,
 		"broker.haSlaveTimeout": true, "broker.flushDiskType": true, "broker.deleteWhen": true,
 		"broker.diskMaxUsedRatio": true, "broker.diskForceCleanRatio": true, "broker.diskFullRatio": true,
@@ -26,12 +26,16 @@ var (
 		"broker.tlsMode": true, "broker.tlsCertFile": true, "broker.tlsKeyFile": true,
 		"broker.tlsClientCaFile": true, "broker.tlsRequireClientCert": true, "broker.tlsToNamesrv": true,
 	}
-	convertedNameServerKeys = map[string]bool{
+}
+
+// convertedNameServerKeys is convertedBrokerKeys for the name server.
+func convertedNameServerKeys() map[string]bool {
+	return map[string]bool{
 		"namesrv.aclEnable": true, "namesrv.aclFile": true,
 		"namesrv.tlsMode": true, "namesrv.tlsCertFile": true, "namesrv.tlsKeyFile": true,
 		"namesrv.tlsClientCaFile": true, "namesrv.tlsRequireClientCert": true,
 	}
-)
+}
 
 // copyKeys sets, for every key of section in cfg that has an Options field and is not in
 // converted, that field of opts (a pointer to the server's Options) to the key's value.

@@ -25,7 +25,7 @@ func TestEveryKeyHasOneOptionsField(t *testing.T) {
 		"broker":  reflect.ValueOf(broker.DefaultOptions()),
 		"namesrv": reflect.ValueOf(nameserver.DefaultOptions()),
 	}
-	converted := map[string]map[string]bool{"broker": convertedBrokerKeys, "namesrv": convertedNameServerKeys}
+	converted := map[string]map[string]bool{"broker": convertedBrokerKeys(), "namesrv": convertedNameServerKeys()}
 	copied := map[string]string{}
 	keys := map[string]conf.Key{}
 	for _, k := range conf.KeyTable() {
@@ -60,7 +60,7 @@ func TestCopyKeysSetsEveryField(t *testing.T) {
 	cfg := conf.DefaultConfig()
 	changed := map[string]reflect.Value{}
 	for _, k := range conf.KeyTable() {
-		if k.Option == "" || convertedBrokerKeys[k.Name] || convertedNameServerKeys[k.Name] {
+		if k.Option == "" || convertedBrokerKeys()[k.Name] || convertedNameServerKeys()[k.Name] {
 			continue
 		}
 		v := k.In(&cfg)
@@ -79,8 +79,8 @@ func TestCopyKeysSetsEveryField(t *testing.T) {
 		changed[k.Name] = v
 	}
 	bo, no := broker.DefaultOptions(), nameserver.DefaultOptions()
-	require.NoError(t, copyKeys(&cfg, "broker", &bo, convertedBrokerKeys))
-	require.NoError(t, copyKeys(&cfg, "namesrv", &no, convertedNameServerKeys))
+	require.NoError(t, copyKeys(&cfg, "broker", &bo, convertedBrokerKeys()))
+	require.NoError(t, copyKeys(&cfg, "namesrv", &no, convertedNameServerKeys()))
 	roots := map[string]reflect.Value{"broker": reflect.ValueOf(&bo).Elem(), "namesrv": reflect.ValueOf(&no).Elem()}
 	for _, k := range conf.KeyTable() {
 		want, ok := changed[k.Name]

@@ -29,12 +29,12 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	o.Store.FS, o.Store.Logger, o.Logger = fsys, log, log
 	// Every key with an Options field (conf.KeyTable) that needs no conversion.
 	all := conf.Config{Broker: cfg}
-	if err := copyKeys(&all, "broker", &o, convertedBrokerKeys); err != nil {
+	if err := copyKeys(&all, "broker", &o, convertedBrokerKeys()); err != nil {
 		return o, err
 	}
 	o.ConfigProperties = brokerProperties
 
-	// The converted keys (convertedBrokerKeys).
+	// The converted keys (convertedBrokerKeys()).
 	switch cfg.Role {
 	case conf.AsyncMaster:
 		o.Role = broker.RoleAsyncMaster
@@ -113,7 +113,7 @@ func serverTLS(mode, cert, key, clientCA string, requireClientCert bool) (*remot
 func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) (nameserver.Options, error) {
 	o := nameserver.DefaultOptions()
 	all := conf.Config{NameServer: cfg}
-	if err := copyKeys(&all, "namesrv", &o, convertedNameServerKeys); err != nil {
+	if err := copyKeys(&all, "namesrv", &o, convertedNameServerKeys()); err != nil {
 		return o, err
 	}
 	if cfg.ACLEnable {
