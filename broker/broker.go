@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,7 +255,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
 	b.meta = &metadataHandler{topics: b.topics, offsets: b.offsets, delay: b.sched}
 	b.stats = &statsHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
-		clients: b.clients, rates: b.rates, config: brokerConfigProperties(o), booted: o.Clock(), clock: o.Clock,
+		clients: b.clients, rates: b.rates, config: configProperties(o), brokerName: o.BrokerName, booted: o.Clock(), clock: o.Clock,
 		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
 }
 
@@ -281,70 +280,16 @@ func (b *Broker) damageInfo() map[string]string {
 	return m
 }
 
-// brokerConfigProperties lists the broker's settings under RocketMQ's property names, for
-// GET_BROKER_CONFIG.
-func brokerConfigProperties(o *Options) map[string]string {
-	so := &o.Store
-	flush := "ASYNC_FLUSH"
-	if so.FlushMode == store.FlushSync {
-		flush = "SYNC_FLUSH"
+// configProperties is GET_BROKER_CONFIG's map: Options.ConfigProperties of the options
+// as resolved, or an empty map the broker adds its runtime addresses to.
+func configProperties(o *Options) map[string]string {
+	var props map[string]string
+	if o.ConfigProperties != nil {
+		props = o.ConfigProperties(o)
 	}
-	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
-	ms := func(d time.Duration) string { return itoa(d.Milliseconds()) }
-	levels := make([]string, len(o.DelayLevels))
-	for i, d := range o.DelayLevels {
-		levels[i] = d.String()
+	if props == nil {
+		props = map[string]string{}
 	}
-	props := map[string]string{
-		"brokerName":                  o.BrokerName,
-		"brokerClusterName":           o.ClusterName,
-		"brokerId":                    itoa(o.BrokerID),
-		"brokerAddr":                  o.AdvertisedAddr,
-		"haServerAddr":                o.HAAddr,
-		"namesrvAddr":                 strings.Join(o.NamesrvAddrs, ";"),
-		"registerBrokerTimeoutMills":  ms(o.RegisterInterval),
-		"brokerRole":                  o.Role.String(),
-		"haMasterAddress":             o.HAMasterAddr,
-		"slaveTimeout":                ms(o.HASlaveTimeout),
-		"haSlaveFallbehindMax":        itoa(o.HASlaveFallbehindMax),
-		"flushDiskType":               flush,
-		"storePathRootDir":            so.Dir,
-		"mappedFileSizeCommitLog":     itoa(so.SegmentSize),
-		"mappedFileSizeConsumeQueue":  itoa(int64(so.UnitsPerFile) * 20),
-		"flushIntervalCommitLog":      ms(so.FlushInterval),
-		"flushCommitLogLeastPages":    itoa(int64(so.FlushLeastPages)),
-		"syncFlushTimeout":            ms(so.SyncFlushTimeout),
-		"maxMessageSize":              itoa(int64(so.MaxMessageSize)),
-		"fileReservedTime":            itoa(int64(so.FileReservedTime.Hours())),
-		"diskMaxUsedSpaceRatio":       itoa(int64(so.DiskMaxUsedRatio * 100)),
-		"diskSpaceCleanForciblyRatio": itoa(int64(so.DiskForceCleanRatio * 100)),
-		"diskSpaceWarningLevelRatio":  itoa(int64(so.DiskFullRatio * 100)),
-		"autoCreateTopicEnable":       strconv.FormatBool(o.AutoCreateTopic),
-		"defaultTopicQueueNums":       itoa(int64(o.DefaultTopicQueueNums)),
-		"maxReconsumeTimes":           itoa(int64(o.MaxReconsumeTimes)),
-		"longPollingEnable":           strconv.FormatBool(o.LongPollingEnable),
-		"shortPollingTimeMills":       ms(o.ShortPollingTimeout),
-		"messageDelayLevel":           strings.Join(levels, " "),
-		"transactionTimeOut":          ms(o.TransactionTimeout),
-		"transactionCheckInterval":    ms(o.TransactionCheckInterval),
-		"transactionCheckMax":         itoa(int64(o.TransactionCheckMax)),
-		"sendMessageThreadPoolNums":   itoa(int64(o.Workers.Send)),
-		"pullMessageThreadPoolNums":   itoa(int64(o.Workers.Pull)),
-	}
-	props["enablePropertyFilter"] = strconv.FormatBool(o.EnablePropertyFilter)
-	props["traceTopicEnable"] = strconv.FormatBool(o.TraceTopicEnable)
-	props["msgTraceTopicName"] = o.MsgTraceTopicName
-	props["storeReplyMessageEnable"] = strconv.FormatBool(o.StoreReplyMessageEnable)
-	props["aclEnable"] = strconv.FormatBool(o.ACL != nil || o.ACLFile != "")
-	tlsMode := "disabled"
-	if o.TLS != nil {
-		tlsMode = o.TLS.Mode.String()
-	}
-	props["tls.server.mode"] = tlsMode
-	// Slave reads (pull.go): the ratio as configured, and the byte limit it gave.
-	props["slaveReadEnable"] = strconv.FormatBool(o.SlaveReadEnable)
-	props["accessMessageInMemoryMaxRatio"] = itoa(int64(o.AccessMessageInMemoryMaxRatio))
-	props["ferryAccessMessageInMemoryMaxBytes"] = itoa(so.InMemoryMaxBytes)
 	return props
 }
 

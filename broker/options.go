@@ -175,6 +175,13 @@ type Options struct {
 	TransactionCheckInterval time.Duration
 	TransactionCheckMax      int
 
+	// ConfigProperties, when set, lists the settings GET_BROKER_CONFIG reports, under
+	// RocketMQ's property names, from the options as New resolved them (the ACL file
+	// loaded). The launcher sets it from the configuration's key table (package conf), so
+	// the broker keeps no list of property names. nil: only what the broker learns as it
+	// starts (haServerAddr, haListenPort).
+	ConfigProperties func(*Options) map[string]string
+
 	// Logger receives everything the broker logs.
 	Logger zerolog.Logger
 	// Clock is the broker's clock (time.Now by default).

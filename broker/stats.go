@@ -62,9 +62,11 @@ type statsHandler struct {
 	clients clientStats
 	rates   *brokerRates
 	config  map[string]string // GET_BROKER_CONFIG's properties, fixed at New
-	booted  time.Time
-	clock   func() time.Time
-	version protocol.DataVersion
+	// brokerName names the broker's queues in topic statistics.
+	brokerName string
+	booted     time.Time
+	clock      func() time.Time
+	version    protocol.DataVersion
 }
 
 // handleTopicStats serves GET_TOPIC_STATS_INFO: each queue's offset range and last store time.
@@ -81,7 +83,7 @@ func (h *statsHandler) handleTopicStats(_ context.Context, _ remoting.Channel, r
 		TopicPutTps: h.rates.topicPutTps(rh.Topic)}
 	for q := range max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
 		last, _ := h.store.LatestStoreTime(rh.Topic, q) // a queue being cleaned has no time
-		t.OffsetTable[protocol.MessageQueue{Topic: rh.Topic, BrokerName: h.config["brokerName"], QueueID: q}] = protocol.TopicOffset{
+		t.OffsetTable[protocol.MessageQueue{Topic: rh.Topic, BrokerName: h.brokerName, QueueID: q}] = protocol.TopicOffset{
 			MinOffset: h.store.MinOffset(rh.Topic, q), MaxOffset: h.store.MaxOffset(rh.Topic, q), LastUpdateTimestamp: last}
 	}
 	body, err := protocol.EncodeTopicStatsTable(&t)
@@ -135,7 +137,7 @@ func (h *statsHandler) handleConsumeStats(ctx context.Context, _ remoting.Channe
 			if committed > 0 {
 				last, _ = h.store.LatestStoreTime(topic, q) // an upper bound when caught up
 			}
-			stats.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: h.config["brokerName"], QueueID: q}] = protocol.OffsetWrapper{
+			stats.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: h.brokerName, QueueID: q}] = protocol.OffsetWrapper{
 				BrokerOffset: h.store.MaxOffset(topic, q), ConsumerOffset: committed, PullOffset: committed, LastTimestamp: last}
 		}
 	}

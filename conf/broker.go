@@ -47,21 +47,21 @@ type WorkerPools struct {
 	// sync-master sends hold a worker while they wait, and more waiting
 	// workers make bigger group commits. Default 16. Key
 	// broker.workers.send, env FERRY_BROKER_WORKERS_SEND.
-	Send int `mapstructure:"send"`
+	Send int `mapstructure:"send" default:"16" check:"range=1..4096" option:"Workers.Send" property:"sendMessageThreadPoolNums" meaning:"workers for sends (a sync-flush or sync-master send holds one while it waits)"`
 	// Pull handles PULL_MESSAGE. Parked long polls do not hold a worker.
 	// Default 16. Key broker.workers.pull, env FERRY_BROKER_WORKERS_PULL.
-	Pull int `mapstructure:"pull"`
+	Pull int `mapstructure:"pull" default:"16" check:"range=1..4096" option:"Workers.Pull" property:"pullMessageThreadPoolNums" meaning:"workers for pulls (a parked long poll holds none)"`
 	// Query handles QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (index and random
 	// reads). Default 8. Key broker.workers.query, env
 	// FERRY_BROKER_WORKERS_QUERY.
-	Query int `mapstructure:"query"`
+	Query int `mapstructure:"query" default:"8" check:"range=1..4096" option:"Workers.Query" meaning:"workers for message queries by key and views by id"`
 	// Admin handles heartbeats, offsets, topic/group management and the other
 	// small requests. Default 8. Key broker.workers.admin, env
 	// FERRY_BROKER_WORKERS_ADMIN.
-	Admin int `mapstructure:"admin"`
+	Admin int `mapstructure:"admin" default:"8" check:"range=1..4096" option:"Workers.Admin" meaning:"workers for heartbeats, offsets, topic and group admin, other small requests"`
 	// Transaction handles END_TRANSACTION. Default 8. Key
 	// broker.workers.transaction, env FERRY_BROKER_WORKERS_TRANSACTION.
-	Transaction int `mapstructure:"transaction"`
+	Transaction int `mapstructure:"transaction" default:"8" check:"range=1..4096" option:"Workers.Transaction" meaning:"workers for END_TRANSACTION"`
 }
 
 // BrokerConfig is the "broker" section: one broker of a broker group
@@ -73,141 +73,146 @@ type WorkerPools struct {
 type BrokerConfig struct {
 	// BrokerName names the broker group. Default "broker-a". Key
 	// broker.brokerName, env FERRY_BROKER_BROKER_NAME.
-	BrokerName string `mapstructure:"brokerName"`
+	BrokerName string `mapstructure:"brokerName" default:"broker-a" check:"name" option:"BrokerName" property:"brokerName" meaning:"broker group name; a master and its slaves share it"`
 	// ClusterName is the cluster the group belongs to. Default
 	// "DefaultCluster". Key broker.clusterName, env FERRY_BROKER_CLUSTER_NAME.
-	ClusterName string `mapstructure:"clusterName"`
+	ClusterName string `mapstructure:"clusterName" default:"DefaultCluster" check:"name" option:"ClusterName" property:"brokerClusterName" meaning:"cluster the broker group belongs to"`
 	// BrokerID is 0 for a master and > 0 for a slave. Default 0. Key
 	// broker.brokerId, env FERRY_BROKER_BROKER_ID.
-	BrokerID int `mapstructure:"brokerId"`
+	BrokerID int `mapstructure:"brokerId" default:"0" option:"BrokerID" property:"brokerId" meaning:"0 for a master, > 0 for a slave"`
 	// Role is ASYNC_MASTER, SYNC_MASTER or SLAVE. Default ASYNC_MASTER. Key
 	// broker.brokerRole, env FERRY_BROKER_BROKER_ROLE.
-	Role BrokerRole `mapstructure:"brokerRole"`
+	Role BrokerRole `mapstructure:"brokerRole" default:"ASYNC_MASTER" check:"oneOf=ASYNC_MASTER|SYNC_MASTER|SLAVE" option:"Role" property:"brokerRole" meaning:"ASYNC_MASTER, SYNC_MASTER or SLAVE"`
 
 	// Listen is the client-facing TCP address (an empty host listens on all
 	// interfaces; port 0 picks a free port). Default "127.0.0.1:10911". Key
 	// broker.listen, env FERRY_BROKER_LISTEN, flag --broker-listen.
-	Listen string `mapstructure:"listen"`
+	Listen string `mapstructure:"listen" default:"127.0.0.1:10911" check:"listen" process:"command" meaning:"client-facing address (empty host = every interface, port 0 = any)"`
 	// AdvertisedAddr is the host:port written into stored records (store
 	// host, hence offset message ids) and registered in routes; clients
 	// connect to it. Empty means Listen, which then needs a specific host.
 	// Default "". Key broker.advertisedAddr, env FERRY_BROKER_ADVERTISED_ADDR.
-	AdvertisedAddr string `mapstructure:"advertisedAddr"`
+	AdvertisedAddr string `mapstructure:"advertisedAddr" default:"" option:"AdvertisedAddr" property:"brokerAddr" meaning:"host:port put in message ids and routes; empty = broker.listen"`
 	// NamesrvAddrs lists the name servers to register with. Default
 	// ["127.0.0.1:9876"]. Key broker.namesrvAddrs, env
 	// FERRY_BROKER_NAMESRV_ADDRS (separated by ';' or ','), flag
 	// --namesrv-addr.
-	NamesrvAddrs []string `mapstructure:"namesrvAddrs"`
+	NamesrvAddrs []string `mapstructure:"namesrvAddrs" default:"127.0.0.1:9876" check:"dialList" option:"NamesrvAddrs" property:"namesrvAddr" meaning:"name servers the broker registers with"`
 	// RegisterInterval is the period of re-registration with the name
 	// servers; it must be shorter than their broker expiry (120 s). A round a
 	// name server did not accept is retried sooner (200 ms, doubling up to
 	// this interval). Default 30s. Key broker.registerInterval, env FERRY_BROKER_REGISTER_INTERVAL.
-	RegisterInterval time.Duration `mapstructure:"registerInterval"`
+	RegisterInterval time.Duration `mapstructure:"registerInterval" default:"30s" check:"positive" option:"RegisterInterval" property:"registerBrokerTimeoutMills" meaning:"re-registration period (failures retried sooner); below namesrv.brokerExpiry"`
 	// MaxFrameSize is the largest remoting frame accepted, in bytes; it must
 	// leave 64 KiB beyond MaxMessageSize for headers. Default 16MiB. Key
 	// broker.maxFrameSize, env FERRY_BROKER_MAX_FRAME_SIZE.
-	MaxFrameSize int64 `mapstructure:"maxFrameSize"`
+	MaxFrameSize int64 `mapstructure:"maxFrameSize" default:"16MiB" check:"frameSize" option:"MaxFrameSize" meaning:"largest remoting frame accepted; at least maxMessageSize + 64KiB"`
 	// MaxRequestBytes bounds the bytes of request frames the broker holds at
 	// once on all connections (being received, queued or handled); a frame
 	// over it is answered SYSTEM_BUSY and skipped unread. It must be at least
 	// 2 × maxFrameSize (one connection's share). Default 256MiB. Key
 	// broker.maxRequestBytes, env FERRY_BROKER_MAX_REQUEST_BYTES.
-	MaxRequestBytes int64 `mapstructure:"maxRequestBytes"`
+	MaxRequestBytes int64 `mapstructure:"maxRequestBytes" default:"256MiB" option:"MaxRequestBytes" meaning:"request bytes held at once on all connections; more is SYSTEM_BUSY"`
 	// IdleTimeout closes a connection idle for this long. Default 120s. Key
 	// broker.idleTimeout, env FERRY_BROKER_IDLE_TIMEOUT.
-	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
+	IdleTimeout time.Duration `mapstructure:"idleTimeout" default:"2m" check:"positive" option:"IdleTimeout" meaning:"a connection silent for this long is closed"`
 	// Workers sizes the request worker pools. Keys broker.workers.*.
 	Workers WorkerPools `mapstructure:"workers"`
 
 	// DataDir is the store root (commitlog/, consumequeue/, index/, config/,
 	// checkpoint, abort). Default "./data". Key broker.dataDir, env
 	// FERRY_BROKER_DATA_DIR, flag --data-dir.
-	DataDir string `mapstructure:"dataDir"`
+	DataDir string `mapstructure:"dataDir" default:"./data" check:"notEmpty" option:"Store.Dir" property:"storePathRootDir" meaning:"store root: commitlog/, consumequeue/, index/, config/, checkpoint"`
 	// FlushDiskType is ASYNC_FLUSH or SYNC_FLUSH. Default ASYNC_FLUSH. Key
 	// broker.flushDiskType, env FERRY_BROKER_FLUSH_DISK_TYPE.
-	FlushDiskType FlushDiskType `mapstructure:"flushDiskType"`
+	FlushDiskType FlushDiskType `mapstructure:"flushDiskType" default:"ASYNC_FLUSH" check:"oneOf=ASYNC_FLUSH|SYNC_FLUSH" option:"Store.FlushMode" property:"flushDiskType" meaning:"ASYNC_FLUSH (fsync in the background) or SYNC_FLUSH (fsync before replying)"`
 	// FlushInterval is the ASYNC_FLUSH flusher period
 	// (flushIntervalCommitLog). Default 500ms. Key broker.flushInterval, env
 	// FERRY_BROKER_FLUSH_INTERVAL.
-	FlushInterval time.Duration `mapstructure:"flushInterval"`
+	FlushInterval time.Duration `mapstructure:"flushInterval" default:"500ms" check:"positive" option:"Store.FlushInterval" property:"flushIntervalCommitLog" meaning:"ASYNC_FLUSH: period of the flusher"`
 	// FlushLeastPages is the minimum number of dirty 4 KiB pages an
 	// ASYNC_FLUSH round flushes (0 = any). Default 4. Key
 	// broker.flushLeastPages, env FERRY_BROKER_FLUSH_LEAST_PAGES.
-	FlushLeastPages int `mapstructure:"flushLeastPages"`
+	FlushLeastPages int `mapstructure:"flushLeastPages" default:"4" check:"notNegative" option:"Store.FlushLeastPages" property:"flushCommitLogLeastPages" meaning:"ASYNC_FLUSH: fewest dirty 4 KiB pages a round flushes (0 = any)"`
 	// FlushThoroughInterval forces an ASYNC_FLUSH round to flush everything
 	// regardless of FlushLeastPages at least this often. Default 10s. Key
 	// broker.flushThoroughInterval, env FERRY_BROKER_FLUSH_THOROUGH_INTERVAL.
-	FlushThoroughInterval time.Duration `mapstructure:"flushThoroughInterval"`
+	FlushThoroughInterval time.Duration `mapstructure:"flushThoroughInterval" default:"10s" check:"positive" option:"Store.FlushThoroughInterval" meaning:"ASYNC_FLUSH: flush everything at least this often"`
 	// SyncFlushTimeout bounds a SYNC_FLUSH send's wait for its group commit
 	// (then FLUSH_DISK_TIMEOUT). Default 5s. Key broker.syncFlushTimeout, env
 	// FERRY_BROKER_SYNC_FLUSH_TIMEOUT.
-	SyncFlushTimeout time.Duration `mapstructure:"syncFlushTimeout"`
+	SyncFlushTimeout time.Duration `mapstructure:"syncFlushTimeout" default:"5s" check:"positive" option:"Store.SyncFlushTimeout" property:"syncFlushTimeout" meaning:"SYNC_FLUSH: a send's wait for its fsync (then FLUSH_DISK_TIMEOUT)"`
 	// CommitLogSegmentSize is the size of each commit log file
 	// (mappedFileSizeCommitLog); it must hold MaxMessageSize plus 64 KiB.
 	// Changing it for an existing store is not supported. Default 1GiB. Key
 	// broker.commitLogSegmentSize, env FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE.
-	CommitLogSegmentSize int64 `mapstructure:"commitLogSegmentSize"`
+	CommitLogSegmentSize int64 `mapstructure:"commitLogSegmentSize" default:"1GiB" option:"Store.SegmentSize" property:"mappedFileSizeCommitLog" meaning:"size of each commit log file; fixed once a store exists"`
 	// ConsumeQueueUnitsPerFile is the number of 20-byte units per consume
 	// queue file (300,000 = 6,000,000 bytes). Default 300000. Key
 	// broker.consumeQueueUnitsPerFile, env
 	// FERRY_BROKER_CONSUME_QUEUE_UNITS_PER_FILE.
-	ConsumeQueueUnitsPerFile int `mapstructure:"consumeQueueUnitsPerFile"`
+	ConsumeQueueUnitsPerFile int `mapstructure:"consumeQueueUnitsPerFile" default:"300000" check:"positive" option:"Store.UnitsPerFile" property:"mappedFileSizeConsumeQueue,unitbytes" meaning:"20-byte units per consume queue file"`
 	// MaxMessageSize is the largest stored message body in bytes. Default
 	// 4MiB. Key broker.maxMessageSize, env FERRY_BROKER_MAX_MESSAGE_SIZE.
-	MaxMessageSize int64 `mapstructure:"maxMessageSize"`
+	MaxMessageSize int64 `mapstructure:"maxMessageSize" default:"4MiB" check:"positive" option:"Store.MaxMessageSize" property:"maxMessageSize" meaning:"largest message body stored"`
 
 	// FileReservedTime is how long a commit log segment is kept after its
 	// last write before cleanup may delete it (fileReservedTime, 72 h).
 	// Default 72h. Key broker.fileReservedTime, env
 	// FERRY_BROKER_FILE_RESERVED_TIME.
-	FileReservedTime time.Duration `mapstructure:"fileReservedTime"`
+	FileReservedTime time.Duration `mapstructure:"fileReservedTime" default:"72h" check:"positive" option:"Store.FileReservedTime" property:"fileReservedTime,hours" meaning:"a commit log segment untouched this long may be deleted"`
 	// DeleteWhen lists the local hours, ';'-separated, in which expired
 	// segments are deleted (see ParseDeleteWhen). Default "04". Key
 	// broker.deleteWhen, env FERRY_BROKER_DELETE_WHEN.
-	DeleteWhen string `mapstructure:"deleteWhen"`
+	DeleteWhen string `mapstructure:"deleteWhen" default:"04" check:"deleteWhen" option:"Store.DeleteWhen" meaning:"local hours (';'-separated, 00-23) when expired segments are deleted"`
 	// DiskMaxUsedRatio is the disk usage percentage above which expired
 	// segments are deleted at any hour (diskMaxUsedSpaceRatio). Default 75.
 	// Key broker.diskMaxUsedRatio, env FERRY_BROKER_DISK_MAX_USED_RATIO.
-	DiskMaxUsedRatio int `mapstructure:"diskMaxUsedRatio"`
+	DiskMaxUsedRatio int `mapstructure:"diskMaxUsedRatio" default:"75" check:"percent" option:"Store.DiskMaxUsedRatio" property:"diskMaxUsedSpaceRatio" meaning:"disk usage % above which expired segments are deleted at any hour"`
 	// DiskForceCleanRatio is the usage percentage above which the oldest
 	// segments are deleted even if not expired (diskSpaceCleanForciblyRatio).
 	// Must be >= DiskMaxUsedRatio; 100 disables forced cleaning. Default 85.
 	// Key broker.diskForceCleanRatio, env FERRY_BROKER_DISK_FORCE_CLEAN_RATIO.
-	DiskForceCleanRatio int `mapstructure:"diskForceCleanRatio"`
+	DiskForceCleanRatio int `mapstructure:"diskForceCleanRatio" default:"85" check:"percent" option:"Store.DiskForceCleanRatio" property:"diskSpaceCleanForciblyRatio" meaning:"disk usage % above which the oldest segments go even if not expired"`
 	// DiskFullRatio is the usage percentage above which the store counts as
 	// full and rejects sends with SERVICE_NOT_AVAILABLE until usage drops
 	// (diskSpaceWarningLevelRatio). Must be >= DiskMaxUsedRatio. Default 90.
 	// Key broker.diskFullRatio, env FERRY_BROKER_DISK_FULL_RATIO.
-	DiskFullRatio int `mapstructure:"diskFullRatio"`
+	DiskFullRatio int `mapstructure:"diskFullRatio" default:"90" check:"percent" option:"Store.DiskFullRatio" property:"diskSpaceWarningLevelRatio" meaning:"disk usage % above which sends are refused (SERVICE_NOT_AVAILABLE)"`
+	// CleanResourceInterval is how often the rules above are applied: segments
+	// looked for that may or must be deleted (cleanResourceInterval). Default
+	// 10s. Key broker.cleanResourceInterval, env
+	// FERRY_BROKER_CLEAN_RESOURCE_INTERVAL.
+	CleanResourceInterval time.Duration `mapstructure:"cleanResourceInterval" default:"10s" check:"positive" option:"Store.CleanInterval" property:"cleanResourceInterval" meaning:"how often segments are looked for that may or must be deleted"`
 	// ScrubInterval runs a background scrub this often: every commit-log record
 	// checked (body CRC included) and every consume-queue unit against its
 	// record, the findings logged and counted; it only reports (ferry scrub
 	// repairs). 0 disables it. Default 0. Key broker.scrubInterval, env
 	// FERRY_BROKER_SCRUB_INTERVAL.
-	ScrubInterval time.Duration `mapstructure:"scrubInterval"`
+	ScrubInterval time.Duration `mapstructure:"scrubInterval" default:"0s" option:"Store.ScrubInterval" meaning:"background scrub of every record and unit, this often (0 = never); reports only"`
 	// ScrubBytesPerSec paces the background scrub's reading. Default 64MiB. Key
 	// broker.scrubBytesPerSec, env FERRY_BROKER_SCRUB_BYTES_PER_SEC.
-	ScrubBytesPerSec int64 `mapstructure:"scrubBytesPerSec"`
+	ScrubBytesPerSec int64 `mapstructure:"scrubBytesPerSec" default:"64MiB" check:"positive" option:"Store.ScrubBytesPerSec" meaning:"read rate of the background scrub"`
 
 	// AutoCreateTopic creates a topic on its first send using the TBW102
 	// template (autoCreateTopicEnable). Default true. Key
 	// broker.autoCreateTopic, env FERRY_BROKER_AUTO_CREATE_TOPIC.
-	AutoCreateTopic bool `mapstructure:"autoCreateTopic"`
+	AutoCreateTopic bool `mapstructure:"autoCreateTopic" default:"true" option:"AutoCreateTopic" property:"autoCreateTopicEnable" meaning:"a send to an unknown topic creates it from the TBW102 template"`
 	// DefaultTopicQueueNums is the queue count of the TBW102 template, which
 	// caps auto-created topics: a topic gets min(the producer's request,
 	// this). RocketMQ's broker default is 8; the Go client always requests 4.
 	// Default 8. Key broker.defaultTopicQueueNums, env
 	// FERRY_BROKER_DEFAULT_TOPIC_QUEUE_NUMS.
-	DefaultTopicQueueNums int `mapstructure:"defaultTopicQueueNums"`
+	DefaultTopicQueueNums int `mapstructure:"defaultTopicQueueNums" default:"8" check:"range=1..1024" option:"DefaultTopicQueueNums" property:"defaultTopicQueueNums" meaning:"queues of the TBW102 template; caps auto-created topics"`
 
 	// LongPollingEnable parks a pull that finds nothing until a message
 	// arrives or the client's suspend timeout passes. Default true. Key
 	// broker.longPollingEnable, env FERRY_BROKER_LONG_POLLING_ENABLE.
-	LongPollingEnable bool `mapstructure:"longPollingEnable"`
+	LongPollingEnable bool `mapstructure:"longPollingEnable" default:"true" option:"LongPollingEnable" property:"longPollingEnable" meaning:"park a pull that finds nothing until a message arrives"`
 	// ShortPollingTimeout is how long an empty pull is parked when long
 	// polling is disabled (shortPollingTimeMills). Default 1s. Key
 	// broker.shortPollingTimeout, env FERRY_BROKER_SHORT_POLLING_TIMEOUT.
-	ShortPollingTimeout time.Duration `mapstructure:"shortPollingTimeout"`
+	ShortPollingTimeout time.Duration `mapstructure:"shortPollingTimeout" default:"1s" check:"positive" option:"ShortPollingTimeout" property:"shortPollingTimeMills" meaning:"how long an empty pull is parked when long polling is off"`
 	// SlaveReadEnable lets pull answers suggest reading from a slave
 	// (suggestWhichBrokerId): a consumer that lags by more than
 	// AccessMessageInMemoryMaxRatio of physical memory is sent to its group's
@@ -216,7 +221,7 @@ type BrokerConfig struct {
 	// SLAVE serves pulls either way (RocketMQ's refuses them when this is off).
 	// Default false. Key broker.slaveReadEnable, env
 	// FERRY_BROKER_SLAVE_READ_ENABLE.
-	SlaveReadEnable bool `mapstructure:"slaveReadEnable"`
+	SlaveReadEnable bool `mapstructure:"slaveReadEnable" default:"false" option:"SlaveReadEnable" property:"slaveReadEnable" meaning:"pulls may suggest a slave to lagging consumers (suggestWhichBrokerId); off = the master"`
 	// AccessMessageInMemoryMaxRatio is the percentage of physical memory a
 	// pulled message may lie behind the commit log's end and still count as
 	// in memory (page cache); further behind it counts as on disk, which is
@@ -224,85 +229,85 @@ type BrokerConfig struct {
 	// start from the machine's memory. Default 40. Key
 	// broker.accessMessageInMemoryMaxRatio, env
 	// FERRY_BROKER_ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO.
-	AccessMessageInMemoryMaxRatio int `mapstructure:"accessMessageInMemoryMaxRatio"`
+	AccessMessageInMemoryMaxRatio int `mapstructure:"accessMessageInMemoryMaxRatio" default:"40" check:"percent" option:"AccessMessageInMemoryMaxRatio" property:"accessMessageInMemoryMaxRatio" meaning:"% of physical memory a pulled message may lag the log's end and count as in memory"`
 	// EnablePropertyFilter serves SQL92 subscriptions (filters over message
 	// properties); off, they are refused with SYSTEM_ERROR. Default true
 	// (RocketMQ: false). Key broker.enablePropertyFilter, env
 	// FERRY_BROKER_ENABLE_PROPERTY_FILTER.
-	EnablePropertyFilter bool `mapstructure:"enablePropertyFilter"`
+	EnablePropertyFilter bool `mapstructure:"enablePropertyFilter" default:"true" option:"EnablePropertyFilter" property:"enablePropertyFilter" meaning:"serve SQL92 subscriptions (filters over message properties); off = refuse them"`
 	// TraceTopicEnable creates the message-trace topic MsgTraceTopicName at
 	// start, so clients' trace records (the official client's WithTrace) are
 	// stored. Default true (RocketMQ: false). Key broker.traceTopicEnable, env
 	// FERRY_BROKER_TRACE_TOPIC_ENABLE.
-	TraceTopicEnable bool `mapstructure:"traceTopicEnable"`
+	TraceTopicEnable bool `mapstructure:"traceTopicEnable" default:"true" option:"TraceTopicEnable" property:"traceTopicEnable" meaning:"create the message-trace topic at start, so clients' trace records are stored"`
 	// MsgTraceTopicName is the message-trace topic. Default
 	// "RMQ_SYS_TRACE_TOPIC". Key broker.msgTraceTopicName, env
 	// FERRY_BROKER_MSG_TRACE_TOPIC_NAME.
-	MsgTraceTopicName string `mapstructure:"msgTraceTopicName"`
+	MsgTraceTopicName string `mapstructure:"msgTraceTopicName" default:"RMQ_SYS_TRACE_TOPIC" option:"MsgTraceTopicName" property:"msgTraceTopicName" meaning:"the message-trace topic"`
 	// StoreReplyMessageEnable stores request-reply answers in the reply topic
 	// as well as pushing them to the requester. Default true. Key
 	// broker.storeReplyMessageEnable, env FERRY_BROKER_STORE_REPLY_MESSAGE_ENABLE.
-	StoreReplyMessageEnable bool `mapstructure:"storeReplyMessageEnable"`
+	StoreReplyMessageEnable bool `mapstructure:"storeReplyMessageEnable" default:"true" option:"StoreReplyMessageEnable" property:"storeReplyMessageEnable" meaning:"store request-reply answers in the reply topic as well as pushing them"`
 
 	// ACLEnable checks every request against the accounts in ACLFile
 	// (RocketMQ ACL 1.0, plain_acl.yml; see docs/security.md): unsigned or
 	// unpermitted requests are refused with NO_PERMISSION. Default false. Key
 	// broker.aclEnable, env FERRY_BROKER_ACL_ENABLE.
-	ACLEnable bool `mapstructure:"aclEnable"`
+	ACLEnable bool `mapstructure:"aclEnable" default:"false" option:"ACL" property:"aclEnable" meaning:"check every request against the ACL accounts file (NO_PERMISSION if refused)"`
 	// ACLFile is the accounts file, re-read when it changes. Required with
 	// ACLEnable. Default "". Key broker.aclFile, env FERRY_BROKER_ACL_FILE.
-	ACLFile string `mapstructure:"aclFile"`
+	ACLFile string `mapstructure:"aclFile" default:"" option:"ACLFile" meaning:"ACL accounts file (plain_acl.yml shape), re-read when it changes"`
 	// AccessKey signs, with SecretKey, what this broker sends to name servers
 	// and, on a SLAVE, to its master (metadata sync, and the replication
 	// hello a master with ACL on requires), for peers with ACL on (an admin
 	// account of theirs). Empty: unsigned. Default "". Key broker.accessKey,
 	// env FERRY_BROKER_ACCESS_KEY.
-	AccessKey string `mapstructure:"accessKey"`
+	AccessKey string `mapstructure:"accessKey" default:"" option:"Credentials.AccessKey" meaning:"access key this broker signs its requests to name servers / its master with"`
 	// SecretKey is AccessKey's secret. Default "". Key broker.secretKey, env
 	// FERRY_BROKER_SECRET_KEY.
-	SecretKey string `mapstructure:"secretKey"`
+	SecretKey string `mapstructure:"secretKey" default:"" option:"Credentials.SecretKey" meaning:"secret key of broker.accessKey"`
 
 	// TLSMode is what the broker's port accepts, as RocketMQ's tls.server.mode:
 	// "disabled" (plain only), "permissive" (TLS and plain on one port) or
 	// "enforcing" (TLS only); a master's HA port follows it. Default
 	// "disabled". Key broker.tlsMode, env FERRY_BROKER_TLS_MODE.
-	TLSMode string `mapstructure:"tlsMode"`
+	TLSMode string `mapstructure:"tlsMode" default:"disabled" option:"TLS.Mode" property:"tls.server.mode" meaning:"TLS on the broker port: disabled, permissive (TLS and plain) or enforcing (TLS only)"`
 	// TLSCertFile is the PEM certificate chain the broker presents. Required
 	// unless tlsMode is disabled. Default "". Key broker.tlsCertFile, env
 	// FERRY_BROKER_TLS_CERT_FILE.
-	TLSCertFile string `mapstructure:"tlsCertFile"`
+	TLSCertFile string `mapstructure:"tlsCertFile" default:"" option:"TLS.Config" meaning:"PEM certificate chain the broker presents"`
 	// TLSKeyFile is the PEM private key of TLSCertFile. Default "". Key
 	// broker.tlsKeyFile, env FERRY_BROKER_TLS_KEY_FILE.
-	TLSKeyFile string `mapstructure:"tlsKeyFile"`
+	TLSKeyFile string `mapstructure:"tlsKeyFile" default:"" option:"TLS.Config" meaning:"PEM private key of broker.tlsCertFile"`
 	// TLSClientCAFile lists the PEM certificate authorities client
 	// certificates are verified against; empty: client certificates are not
 	// checked. Default "". Key broker.tlsClientCaFile, env
 	// FERRY_BROKER_TLS_CLIENT_CA_FILE.
-	TLSClientCAFile string `mapstructure:"tlsClientCaFile"`
+	TLSClientCAFile string `mapstructure:"tlsClientCaFile" default:"" option:"TLS.Config" meaning:"PEM CAs client certificates are verified against (empty: not checked)"`
 	// TLSRequireClientCert refuses TLS clients without a certificate signed by
 	// TLSClientCAFile (RocketMQ tls.server.need.client.auth=require). Default
 	// false. Key broker.tlsRequireClientCert, env
 	// FERRY_BROKER_TLS_REQUIRE_CLIENT_CERT.
-	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert"`
+	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert" default:"false" option:"TLS.Config" meaning:"refuse TLS clients without a certificate from broker.tlsClientCaFile"`
 	// TLSToNamesrv registers with the name servers over TLS (for name
 	// servers with tlsMode enforcing); a SLAVE also dials its master's broker
 	// and HA ports with TLS. Default false. Key broker.tlsToNamesrv, env
 	// FERRY_BROKER_TLS_TO_NAMESRV.
-	TLSToNamesrv bool `mapstructure:"tlsToNamesrv"`
+	TLSToNamesrv bool `mapstructure:"tlsToNamesrv" default:"false" option:"NamesrvTLS" meaning:"register with the name servers (a SLAVE: also reach its master, HA port included) over TLS"`
 	// DelayLevels is the delay of each message delay level (level n = n-th
 	// entry; syntax in ParseDelayLevels). Default DefaultDelayLevels. Key
 	// broker.delayLevels, env FERRY_BROKER_DELAY_LEVELS.
-	DelayLevels string `mapstructure:"delayLevels"`
+	DelayLevels string `mapstructure:"delayLevels" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" check:"delayLevels" option:"DelayLevels" property:"messageDelayLevel" meaning:"delay of each delay level, level 1 first (units ms, s, m, h, d)"`
 	// MaxReconsumeTimes is how many redeliveries a consumer group gets before
 	// a message goes to %DLQ% when the client does not say (retryMaxTimes).
 	// Default 16. Key broker.maxReconsumeTimes, env
 	// FERRY_BROKER_MAX_RECONSUME_TIMES.
-	MaxReconsumeTimes int `mapstructure:"maxReconsumeTimes"`
+	MaxReconsumeTimes int `mapstructure:"maxReconsumeTimes" default:"16" check:"notNegative" option:"MaxReconsumeTimes" property:"maxReconsumeTimes" meaning:"redeliveries before a message goes to %DLQ% (when the client does not say)"`
 
 	// TransactionTimeout is the age a half message must reach before the
 	// broker asks its producer for the outcome (transactionTimeOut). Default
 	// 6s. Key broker.transactionTimeout, env FERRY_BROKER_TRANSACTION_TIMEOUT.
-	TransactionTimeout time.Duration `mapstructure:"transactionTimeout"`
+	TransactionTimeout time.Duration `mapstructure:"transactionTimeout" default:"6s" check:"positive" option:"TransactionTimeout" property:"transactionTimeOut" meaning:"age of a half message before its producer is asked for the outcome"`
 	// TransactionCheckInterval is the period of the check-back scan. Default
 	// 30s, as RocketMQ 5.x (4.x used 60 s). A shorter period resolves
 	// orphaned transactions sooner, but every round re-puts each unresolved
@@ -312,105 +317,62 @@ type BrokerConfig struct {
 	// (7.5 min with the defaults); we keep 30s for that margin. Tests should
 	// set a short period explicitly. Key broker.transactionCheckInterval, env
 	// FERRY_BROKER_TRANSACTION_CHECK_INTERVAL.
-	TransactionCheckInterval time.Duration `mapstructure:"transactionCheckInterval"`
+	TransactionCheckInterval time.Duration `mapstructure:"transactionCheckInterval" default:"30s" check:"positive" option:"TransactionCheckInterval" property:"transactionCheckInterval" meaning:"period of the transaction check-back scan"`
 	// TransactionCheckMax is the number of checks after which a half message
 	// is discarded to TRANS_CHECK_MAX_TIME_TOPIC. Default 15. Key
 	// broker.transactionCheckMax, env FERRY_BROKER_TRANSACTION_CHECK_MAX.
-	TransactionCheckMax int `mapstructure:"transactionCheckMax"`
+	TransactionCheckMax int `mapstructure:"transactionCheckMax" default:"15" check:"positive" option:"TransactionCheckMax" property:"transactionCheckMax" meaning:"checks before a half message is discarded"`
 
 	// HAListen is the address masters accept slave replication connections
 	// on. Empty means Listen's host with Listen's port + 1 (10912), see
 	// EffectiveHAListen. Default "". Key broker.haListen, env
 	// FERRY_BROKER_HA_LISTEN.
-	HAListen string `mapstructure:"haListen"`
+	HAListen string `mapstructure:"haListen" default:"" option:"HAListen" meaning:"address a master accepts slaves on; empty = listen host, listen port + 1"`
 	// HAMasterAddr is the master's HA address a SLAVE connects to; only
 	// allowed on a SLAVE. Empty: the slave learns it from the name servers'
 	// answer to its registration (RocketMQ's haServerAddr), and follows it
 	// when the master moves. Default "". Key broker.haMasterAddr, env
 	// FERRY_BROKER_HA_MASTER_ADDR.
-	HAMasterAddr string `mapstructure:"haMasterAddr"`
+	HAMasterAddr string `mapstructure:"haMasterAddr" default:"" option:"HAMasterAddr" property:"haMasterAddress" meaning:"a SLAVE's master HA address (SLAVE only); empty = learned from the name server"`
 	// HASlaveTimeout bounds a SYNC_MASTER send's wait for a slave
 	// acknowledgement (slaveTimeout; then FLUSH_SLAVE_TIMEOUT). 0 means
 	// SyncFlushTimeout, so a send waits for its slave as long as for its
 	// fsync (see EffectiveHASlaveTimeout; RocketMQ's own default is 3 s).
 	// Default 0. Key broker.haSlaveTimeout, env FERRY_BROKER_HA_SLAVE_TIMEOUT.
-	HASlaveTimeout time.Duration `mapstructure:"haSlaveTimeout"`
+	HASlaveTimeout time.Duration `mapstructure:"haSlaveTimeout" default:"0s" option:"HASlaveTimeout" property:"slaveTimeout" meaning:"SYNC_MASTER: a send's wait for a slave ack (FLUSH_SLAVE_TIMEOUT); 0 = syncFlushTimeout"`
 	// SlaveSyncInterval is how often a SLAVE copies its master's topics,
 	// subscription groups, consumer offsets and delay progress. Default 10s. Key
 	// broker.slaveSyncInterval, env FERRY_BROKER_SLAVE_SYNC_INTERVAL.
-	SlaveSyncInterval time.Duration `mapstructure:"slaveSyncInterval"`
+	SlaveSyncInterval time.Duration `mapstructure:"slaveSyncInterval" default:"10s" check:"positive" option:"SlaveSyncInterval" meaning:"SLAVE: how often topics, groups, offsets and delay progress are copied from the master"`
 	// HASlaveFallbehindMax is how far, in bytes, the best slave may lag
 	// before a SYNC_MASTER send replies SLAVE_NOT_AVAILABLE without waiting
 	// (haSlaveFallbehindMax). Default 256MiB. Key broker.haSlaveFallbehindMax,
 	// env FERRY_BROKER_HA_SLAVE_FALLBEHIND_MAX.
-	HASlaveFallbehindMax int64 `mapstructure:"haSlaveFallbehindMax"`
+	HASlaveFallbehindMax int64 `mapstructure:"haSlaveFallbehindMax" default:"256MiB" check:"positive" option:"HASlaveFallbehindMax" property:"haSlaveFallbehindMax" meaning:"SYNC_MASTER: slave lag beyond which a send replies SLAVE_NOT_AVAILABLE"`
 
 	// LogLevel overrides log.level for the broker; empty inherits it. Default
 	// "". Key broker.logLevel, env FERRY_BROKER_LOG_LEVEL.
-	LogLevel string `mapstructure:"logLevel"`
+	LogLevel string `mapstructure:"logLevel" default:"" check:"logLevel=inherit" process:"command" meaning:"log level of the broker; empty inherits log.level"`
 }
 
-// DefaultBrokerConfig returns the documented defaults of the broker: an
-// ASYNC_MASTER with ASYNC_FLUSH on 127.0.0.1:10911 registering with a name
+// DefaultBrokerConfig returns the defaults of the broker (the default tags of
+// BrokerConfig, see KeyTable): an ASYNC_MASTER with ASYNC_FLUSH on 127.0.0.1:10911 registering with a name
 // server on 127.0.0.1:9876.
 func DefaultBrokerConfig() BrokerConfig {
-	return BrokerConfig{
-		BrokerName:       "broker-a",
-		ClusterName:      "DefaultCluster",
-		BrokerID:         0,
-		Role:             AsyncMaster,
-		Listen:           "127.0.0.1:10911",
-		NamesrvAddrs:     []string{"127.0.0.1:9876"},
-		RegisterInterval: 30 * time.Second,
-		MaxFrameSize:     16 * MiB,
-		MaxRequestBytes:  256 * MiB,
-		IdleTimeout:      120 * time.Second,
-		Workers: WorkerPools{
-			Send: 16, Pull: 16, Query: 8, Admin: 8, Transaction: 8,
-		},
-		DataDir:                       "./data",
-		FlushDiskType:                 AsyncFlush,
-		FlushInterval:                 500 * time.Millisecond,
-		FlushLeastPages:               4,
-		FlushThoroughInterval:         10 * time.Second,
-		SyncFlushTimeout:              5 * time.Second,
-		CommitLogSegmentSize:          1 * GiB,
-		ConsumeQueueUnitsPerFile:      300000,
-		MaxMessageSize:                4 * MiB,
-		FileReservedTime:              72 * time.Hour,
-		DeleteWhen:                    "04",
-		DiskMaxUsedRatio:              75,
-		DiskForceCleanRatio:           85,
-		DiskFullRatio:                 90,
-		ScrubBytesPerSec:              64 * MiB,
-		AutoCreateTopic:               true,
-		DefaultTopicQueueNums:         8,
-		LongPollingEnable:             true,
-		ShortPollingTimeout:           time.Second,
-		AccessMessageInMemoryMaxRatio: 40,
-		EnablePropertyFilter:          true,
-		TraceTopicEnable:              true,
-		MsgTraceTopicName:             "RMQ_SYS_TRACE_TOPIC",
-		StoreReplyMessageEnable:       true,
-		TLSMode:                       "disabled",
-		DelayLevels:                   DefaultDelayLevels,
-		MaxReconsumeTimes:             16,
-		TransactionTimeout:            6 * time.Second,
-		TransactionCheckInterval:      30 * time.Second,
-		TransactionCheckMax:           15,
-		SlaveSyncInterval:             10 * time.Second,
-		HASlaveFallbehindMax:          256 * MiB,
-	}
+	return defaultsOf[BrokerConfig]()
 }
 
 // recordOverhead is the room a frame or a segment needs beyond the largest
 // body: the broker's encode buffer is maxMessageSize + 64 KiB.
 const recordOverhead = 64 * KiB
 
-// Validate checks every field and the combinations between them. The
-// returned error names the offending key ("broker.<field>") and wraps
+// Validate checks every field (the check tags of the key table) and the combinations
+// between them. The returned error names the offending key ("broker.<field>") and wraps
 // ErrInvalidConfig.
 func (c BrokerConfig) Validate() error {
+	if err := checkKeys(c, "broker."); err != nil {
+		return err
+	}
 	for _, check := range []func() error{
 		c.validateIdentity, c.validateNetwork, c.validateStore,
 		c.validateMessaging, c.validateHA,
@@ -419,98 +381,30 @@ func (c BrokerConfig) Validate() error {
 			return err
 		}
 	}
-	return checkLogLevel("broker.logLevel", c.LogLevel, true)
+	return nil
 }
 
 func (c BrokerConfig) validateIdentity() error {
-	if err := checkName("broker.brokerName", c.BrokerName); err != nil {
-		return err
-	}
-	if err := checkName("broker.clusterName", c.ClusterName); err != nil {
-		return err
-	}
-	switch c.Role {
-	case AsyncMaster, SyncMaster:
-		if c.BrokerID != 0 {
-			return invalid("broker.brokerId", "must be 0 for a %s, got %d", c.Role, c.BrokerID)
-		}
-	case Slave:
-		if c.BrokerID <= 0 {
-			return invalid("broker.brokerId", "must be greater than 0 for a SLAVE, got %d", c.BrokerID)
-		}
-	default:
-		return invalid("broker.brokerRole", "must be ASYNC_MASTER, SYNC_MASTER or SLAVE, got %q", c.Role)
+	switch {
+	case c.Role.IsMaster() && c.BrokerID != 0:
+		return invalid("broker.brokerId", "must be 0 for a %s, got %d", c.Role, c.BrokerID)
+	case c.Role == Slave && c.BrokerID <= 0:
+		return invalid("broker.brokerId", "must be greater than 0 for a SLAVE, got %d", c.BrokerID)
 	}
 	return nil
 }
 
 func (c BrokerConfig) validateNetwork() error {
-	if err := checkListenAddr("broker.listen", c.Listen); err != nil {
-		return err
-	}
 	if c.AdvertisedAddr != "" {
-		if err := checkDialAddr("broker.advertisedAddr", c.AdvertisedAddr); err != nil {
-			return err
-		}
-	} else if host, _, _ := splitHostPort(c.Listen); host == "" || net.ParseIP(host).IsUnspecified() {
+		return checkDialAddr("broker.advertisedAddr", c.AdvertisedAddr)
+	}
+	if host, _, _ := splitHostPort(c.Listen); host == "" || net.ParseIP(host).IsUnspecified() {
 		return invalid("broker.advertisedAddr", "must be set when broker.listen (%q) has no specific host", c.Listen)
-	}
-	if len(c.NamesrvAddrs) == 0 {
-		return invalid("broker.namesrvAddrs", "must list at least one name server")
-	}
-	for _, a := range c.NamesrvAddrs {
-		if err := checkDialAddr("broker.namesrvAddrs", a); err != nil {
-			return err
-		}
-	}
-	if err := checkPositiveDuration("broker.registerInterval", c.RegisterInterval); err != nil {
-		return err
-	}
-	if err := checkFrameSize("broker.maxFrameSize", c.MaxFrameSize); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("broker.idleTimeout", c.IdleTimeout); err != nil {
-		return err
-	}
-	for _, w := range []struct {
-		key string
-		n   int
-	}{
-		{"broker.workers.send", c.Workers.Send},
-		{"broker.workers.pull", c.Workers.Pull},
-		{"broker.workers.query", c.Workers.Query},
-		{"broker.workers.admin", c.Workers.Admin},
-		{"broker.workers.transaction", c.Workers.Transaction},
-	} {
-		if w.n < 1 || w.n > 4096 {
-			return invalid(w.key, "must be from 1 to 4096, got %d", w.n)
-		}
 	}
 	return nil
 }
 
 func (c BrokerConfig) validateStore() error {
-	if c.DataDir == "" {
-		return invalid("broker.dataDir", "must not be empty")
-	}
-	if c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush {
-		return invalid("broker.flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH, got %q", c.FlushDiskType)
-	}
-	if err := checkPositiveDuration("broker.flushInterval", c.FlushInterval); err != nil {
-		return err
-	}
-	if c.FlushLeastPages < 0 {
-		return invalid("broker.flushLeastPages", "must not be negative, got %d", c.FlushLeastPages)
-	}
-	if err := checkPositiveDuration("broker.flushThoroughInterval", c.FlushThoroughInterval); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("broker.syncFlushTimeout", c.SyncFlushTimeout); err != nil {
-		return err
-	}
-	if err := checkPositive("broker.maxMessageSize", c.MaxMessageSize); err != nil {
-		return err
-	}
 	if c.CommitLogSegmentSize < c.MaxMessageSize+recordOverhead {
 		return invalid("broker.commitLogSegmentSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",
 			c.MaxMessageSize+recordOverhead, c.CommitLogSegmentSize)
@@ -523,29 +417,8 @@ func (c BrokerConfig) validateStore() error {
 		return invalid("broker.maxFrameSize", "must be at least broker.maxMessageSize + 64KiB (%d), got %d",
 			c.MaxMessageSize+recordOverhead, c.MaxFrameSize)
 	}
-	if c.ConsumeQueueUnitsPerFile < 1 {
-		return invalid("broker.consumeQueueUnitsPerFile", "must be greater than 0, got %d", c.ConsumeQueueUnitsPerFile)
-	}
-	if err := checkPositiveDuration("broker.fileReservedTime", c.FileReservedTime); err != nil {
-		return err
-	}
-	if _, err := ParseDeleteWhen(c.DeleteWhen); err != nil {
-		return invalid("broker.deleteWhen", "%v (got %q)", err, c.DeleteWhen)
-	}
-	if err := checkPercent("broker.diskMaxUsedRatio", c.DiskMaxUsedRatio); err != nil {
-		return err
-	}
 	if c.ScrubInterval < 0 {
 		return invalid("broker.scrubInterval", "must not be negative (0 disables the scrub), got %v", c.ScrubInterval)
-	}
-	if err := checkPositive("broker.scrubBytesPerSec", c.ScrubBytesPerSec); err != nil {
-		return err
-	}
-	if err := checkPercent("broker.diskForceCleanRatio", c.DiskForceCleanRatio); err != nil {
-		return err
-	}
-	if err := checkPercent("broker.diskFullRatio", c.DiskFullRatio); err != nil {
-		return err
 	}
 	if c.DiskForceCleanRatio < c.DiskMaxUsedRatio {
 		return invalid("broker.diskForceCleanRatio", "must be at least broker.diskMaxUsedRatio (%d), got %d",
@@ -559,30 +432,6 @@ func (c BrokerConfig) validateStore() error {
 }
 
 func (c BrokerConfig) validateMessaging() error {
-	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
-		return invalid("broker.defaultTopicQueueNums", "must be from 1 to 1024, got %d", c.DefaultTopicQueueNums)
-	}
-	if err := checkPositiveDuration("broker.shortPollingTimeout", c.ShortPollingTimeout); err != nil {
-		return err
-	}
-	if err := checkPercent("broker.accessMessageInMemoryMaxRatio", c.AccessMessageInMemoryMaxRatio); err != nil {
-		return err
-	}
-	if _, err := ParseDelayLevels(c.DelayLevels); err != nil {
-		return invalid("broker.delayLevels", "%v (got %q)", err, c.DelayLevels)
-	}
-	if c.MaxReconsumeTimes < 0 {
-		return invalid("broker.maxReconsumeTimes", "must not be negative, got %d", c.MaxReconsumeTimes)
-	}
-	if err := checkPositiveDuration("broker.transactionTimeout", c.TransactionTimeout); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("broker.transactionCheckInterval", c.TransactionCheckInterval); err != nil {
-		return err
-	}
-	if c.TransactionCheckMax < 1 {
-		return invalid("broker.transactionCheckMax", "must be greater than 0, got %d", c.TransactionCheckMax)
-	}
 	if c.TraceTopicEnable && !validTopicName(c.MsgTraceTopicName) {
 		return invalid("broker.msgTraceTopicName", "must be 1 to 127 letters, digits, '-', '_', '%%' or '|', got %q", c.MsgTraceTopicName)
 	}
@@ -655,13 +504,10 @@ func (c BrokerConfig) validateHA() error {
 	} else if c.HAMasterAddr != "" {
 		return invalid("broker.haMasterAddr", "is only valid for a SLAVE, but broker.brokerRole is %s", c.Role)
 	}
-	if err := checkPositiveDuration("broker.slaveSyncInterval", c.SlaveSyncInterval); err != nil {
-		return err
-	}
 	if c.HASlaveTimeout < 0 {
 		return invalid("broker.haSlaveTimeout", "must not be negative (0 means broker.syncFlushTimeout), got %s", c.HASlaveTimeout)
 	}
-	return checkPositive("broker.haSlaveFallbehindMax", c.HASlaveFallbehindMax)
+	return nil
 }
 
 // EffectiveAdvertisedAddr is the address clients and records use:

@@ -20,6 +20,10 @@
 //	log:              # LogConfig
 //	  level: info
 //
+// Each leaf field of Config is one key, and its struct tags are the key's row in
+// the key table (see KeyTable): default, meaning, check, the Options field it
+// sets and its RocketMQ property.
+//
 // Keys are matched case-insensitively (as viper does), but the documented
 // spelling is camelCase. A key the loader does not know is an error, so a typo
 // never silently falls back to a default.
@@ -123,27 +127,21 @@ type LogConfig struct {
 	// Level is the minimum level logged: trace, debug, info, warn or error.
 	// Components may override it (namesrv.logLevel, broker.logLevel).
 	// Default "info". Key log.level, env FERRY_LOG_LEVEL, flag --log-level.
-	Level string `mapstructure:"level"`
+	Level string `mapstructure:"level" default:"info" check:"logLevel" process:"command" meaning:"trace, debug, info, warn or error"`
 	// Format is "auto" (console on a terminal, JSON otherwise), "console" or
 	// "json", case-insensitive. Default "auto". Key log.format, env FERRY_LOG_FORMAT.
-	Format string `mapstructure:"format"`
+	Format string `mapstructure:"format" default:"auto" check:"oneOfFold=auto|console|json" process:"command" meaning:"auto (console on a terminal, JSON otherwise), console or json"`
 }
 
-// DefaultLogConfig returns Level "info" and Format "auto".
+// DefaultLogConfig returns the default tags of LogConfig: Level "info" and Format
+// "auto".
 func DefaultLogConfig() LogConfig {
-	return LogConfig{Level: "info", Format: "auto"}
+	return defaultsOf[LogConfig]()
 }
 
-// Validate checks the level and format names.
+// Validate checks the level and format names (the check tags of the key table).
 func (c LogConfig) Validate() error {
-	if err := checkLogLevel("log.level", c.Level, false); err != nil {
-		return err
-	}
-	switch strings.ToLower(c.Format) {
-	case "auto", "console", "json":
-		return nil
-	}
-	return invalid("log.format", "must be auto, console or json, got %q", c.Format)
+	return checkKeys(c, "log.")
 }
 
 // checkLogLevel accepts the level names of internal/logging (duplicated here

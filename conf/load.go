@@ -168,10 +168,12 @@ func Keys() []string {
 	return keys
 }
 
-// setting is one leaf key of Config and the index path of its field.
+// setting is one leaf key of Config, the index path of its field and the field's tags
+// (the key's row in the key table, see KeyTable).
 type setting struct {
 	key   string
 	index []int
+	tag   reflect.StructTag
 }
 
 // settingsOf walks t's fields by their mapstructure tags; nested structs are
@@ -188,7 +190,7 @@ func settingsOf(t reflect.Type) []setting {
 				walk(f.Type, key+".", idx)
 				continue
 			}
-			out = append(out, setting{key: key, index: idx})
+			out = append(out, setting{key: key, index: idx, tag: f.Tag})
 		}
 	}
 	walk(t, "", nil)

@@ -12,102 +12,82 @@ type NameServerConfig struct {
 	// empty host listens on every interface, port 0 picks a free port).
 	// Default "127.0.0.1:9876". Key namesrv.listen, env FERRY_NAMESRV_LISTEN,
 	// flag --namesrv-listen.
-	Listen string `mapstructure:"listen"`
+	Listen string `mapstructure:"listen" default:"127.0.0.1:9876" check:"listen" option:"Listen" meaning:"address the name server listens on (empty host = every interface, port 0 = any)"`
 
 	// BrokerExpiry is how long a broker stays in the route table without
 	// re-registering (RocketMQ: 120 s). Default 120s. Key namesrv.brokerExpiry,
 	// env FERRY_NAMESRV_BROKER_EXPIRY.
-	BrokerExpiry time.Duration `mapstructure:"brokerExpiry"`
+	BrokerExpiry time.Duration `mapstructure:"brokerExpiry" default:"2m" check:"positive" option:"BrokerExpiry" meaning:"a broker that has not re-registered for this long leaves the route table"`
 
 	// ScanInterval is how often expired brokers are swept (RocketMQ: 5 s). It
 	// must be shorter than BrokerExpiry. Default 5s. Key namesrv.scanInterval,
 	// env FERRY_NAMESRV_SCAN_INTERVAL.
-	ScanInterval time.Duration `mapstructure:"scanInterval"`
+	ScanInterval time.Duration `mapstructure:"scanInterval" default:"5s" check:"positive" option:"ScanInterval" meaning:"how often expired brokers are swept; shorter than namesrv.brokerExpiry"`
 
 	// LogLevel overrides log.level for the name server; empty inherits it.
 	// Default "". Key namesrv.logLevel, env FERRY_NAMESRV_LOG_LEVEL.
-	LogLevel string `mapstructure:"logLevel"`
+	LogLevel string `mapstructure:"logLevel" default:"" check:"logLevel=inherit" process:"command" meaning:"log level of the name server; empty inherits log.level"`
 
 	// MaxFrameSize is the largest remoting frame accepted, in bytes (RocketMQ
 	// rejects frames over 16 MiB). Default 16MiB. Key namesrv.maxFrameSize,
 	// env FERRY_NAMESRV_MAX_FRAME_SIZE.
-	MaxFrameSize int64 `mapstructure:"maxFrameSize"`
+	MaxFrameSize int64 `mapstructure:"maxFrameSize" default:"16MiB" check:"frameSize" option:"MaxFrameSize" meaning:"largest remoting frame accepted"`
 
 	// IdleTimeout closes a connection that has carried no traffic for this
 	// long (clients and Netty use 120 s). Default 120s. Key
 	// namesrv.idleTimeout, env FERRY_NAMESRV_IDLE_TIMEOUT.
-	IdleTimeout time.Duration `mapstructure:"idleTimeout"`
+	IdleTimeout time.Duration `mapstructure:"idleTimeout" default:"2m" check:"positive" option:"IdleTimeout" meaning:"a connection silent for this long is closed"`
 
 	// ACLEnable checks every request against the accounts in ACLFile
 	// (RocketMQ ACL 1.0): broker registrations then need an admin account's
 	// signature (broker.accessKey/secretKey). Default false. Key
 	// namesrv.aclEnable, env FERRY_NAMESRV_ACL_ENABLE.
-	ACLEnable bool `mapstructure:"aclEnable"`
+	ACLEnable bool `mapstructure:"aclEnable" default:"false" option:"ACL" meaning:"check every request against the ACL accounts file (registrations need an admin account)"`
 	// ACLFile is the accounts file, re-read when it changes. Required with
 	// ACLEnable. Default "". Key namesrv.aclFile, env FERRY_NAMESRV_ACL_FILE.
-	ACLFile string `mapstructure:"aclFile"`
+	ACLFile string `mapstructure:"aclFile" default:"" option:"ACLFile" meaning:"ACL accounts file (plain_acl.yml shape), re-read when it changes"`
 
 	// TLSMode is what the name server's port accepts: "disabled",
 	// "permissive" (TLS and plain) or "enforcing" (TLS only), as RocketMQ's
 	// tls.server.mode. Default "disabled". Key namesrv.tlsMode, env
 	// FERRY_NAMESRV_TLS_MODE.
-	TLSMode string `mapstructure:"tlsMode"`
+	TLSMode string `mapstructure:"tlsMode" default:"disabled" option:"TLS.Mode" meaning:"TLS on the name-server port: disabled, permissive (TLS and plain) or enforcing (TLS only)"`
 	// TLSCertFile is the PEM certificate chain presented. Required unless
 	// tlsMode is disabled. Default "". Key namesrv.tlsCertFile, env
 	// FERRY_NAMESRV_TLS_CERT_FILE.
-	TLSCertFile string `mapstructure:"tlsCertFile"`
+	TLSCertFile string `mapstructure:"tlsCertFile" default:"" option:"TLS.Config" meaning:"PEM certificate chain the name server presents"`
 	// TLSKeyFile is the PEM private key of TLSCertFile. Default "". Key
 	// namesrv.tlsKeyFile, env FERRY_NAMESRV_TLS_KEY_FILE.
-	TLSKeyFile string `mapstructure:"tlsKeyFile"`
+	TLSKeyFile string `mapstructure:"tlsKeyFile" default:"" option:"TLS.Config" meaning:"PEM private key of namesrv.tlsCertFile"`
 	// TLSClientCAFile lists the PEM certificate authorities client
 	// certificates are verified against. Default "". Key
 	// namesrv.tlsClientCaFile, env FERRY_NAMESRV_TLS_CLIENT_CA_FILE.
-	TLSClientCAFile string `mapstructure:"tlsClientCaFile"`
+	TLSClientCAFile string `mapstructure:"tlsClientCaFile" default:"" option:"TLS.Config" meaning:"PEM CAs client certificates are verified against (empty: not checked)"`
 	// TLSRequireClientCert refuses TLS clients without a certificate signed by
 	// TLSClientCAFile. Default false. Key namesrv.tlsRequireClientCert, env
 	// FERRY_NAMESRV_TLS_REQUIRE_CLIENT_CERT.
-	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert"`
+	TLSRequireClientCert bool `mapstructure:"tlsRequireClientCert" default:"false" option:"TLS.Config" meaning:"refuse TLS clients without a certificate from namesrv.tlsClientCaFile"`
 }
 
-// DefaultNameServerConfig returns the documented defaults of the name server.
+// DefaultNameServerConfig returns the defaults of the name server (the default tags
+// of NameServerConfig, see KeyTable).
 func DefaultNameServerConfig() NameServerConfig {
-	return NameServerConfig{
-		Listen:       "127.0.0.1:9876",
-		BrokerExpiry: 120 * time.Second,
-		ScanInterval: 5 * time.Second,
-		MaxFrameSize: 16 * MiB,
-		IdleTimeout:  120 * time.Second,
-		TLSMode:      "disabled",
-	}
+	return defaultsOf[NameServerConfig]()
 }
 
-// Validate checks every field. The returned error names the offending key
-// ("namesrv.<field>") and wraps ErrInvalidConfig.
+// Validate checks every field (the check tags of the key table, then the rules between
+// fields). The returned error names the offending key ("namesrv.<field>") and wraps
+// ErrInvalidConfig.
 func (c NameServerConfig) Validate() error {
-	if err := checkListenAddr("namesrv.listen", c.Listen); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("namesrv.brokerExpiry", c.BrokerExpiry); err != nil {
-		return err
-	}
-	if err := checkPositiveDuration("namesrv.scanInterval", c.ScanInterval); err != nil {
+	if err := checkKeys(c, "namesrv."); err != nil {
 		return err
 	}
 	if c.ScanInterval >= c.BrokerExpiry {
 		return invalid("namesrv.scanInterval", "must be shorter than namesrv.brokerExpiry (%s), got %s",
 			c.BrokerExpiry, c.ScanInterval)
 	}
-	if err := checkLogLevel("namesrv.logLevel", c.LogLevel, true); err != nil {
-		return err
-	}
-	if err := checkFrameSize("namesrv.maxFrameSize", c.MaxFrameSize); err != nil {
-		return err
-	}
 	if c.ACLEnable && c.ACLFile == "" {
 		return invalid("namesrv.aclFile", "must name the accounts file when namesrv.aclEnable is true")
 	}
-	if err := checkTLS("namesrv", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert); err != nil {
-		return err
-	}
-	return checkPositiveDuration("namesrv.idleTimeout", c.IdleTimeout)
+	return checkTLS("namesrv", c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert)
 }

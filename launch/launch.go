@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -27,7 +26,15 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 		return broker.Options{}, err
 	}
 	o := broker.DefaultOptions()
-	o.BrokerName, o.ClusterName, o.BrokerID = cfg.BrokerName, cfg.ClusterName, int64(cfg.BrokerID)
+	o.Store.FS, o.Store.Logger, o.Logger = fsys, log, log
+	// Every key with an Options field (conf.KeyTable) that needs no conversion.
+	all := conf.Config{Broker: cfg}
+	if err := copyKeys(&all, "broker", &o, convertedBrokerKeys()); err != nil {
+		return o, err
+	}
+	o.ConfigProperties = brokerProperties
+
+	// The converted keys (convertedBrokerKeys()).
 	switch cfg.Role {
 	case conf.AsyncMaster:
 		o.Role = broker.RoleAsyncMaster
@@ -44,21 +51,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 		// port 0, with the advertised host when it listens on all interfaces).
 		o.HAListen = cfg.EffectiveHAListen()
 	}
-	o.HAMasterAddr = cfg.HAMasterAddr
-	o.HASlaveTimeout, o.HASlaveFallbehindMax = cfg.EffectiveHASlaveTimeout(), cfg.HASlaveFallbehindMax
-	o.SlaveSyncInterval = cfg.SlaveSyncInterval
-	o.NamesrvAddrs, o.RegisterInterval = cfg.NamesrvAddrs, cfg.RegisterInterval
-	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
-	o.MaxRequestBytes = cfg.MaxRequestBytes
-	w := cfg.Workers
-	o.Workers = broker.Workers{Send: w.Send, Pull: w.Pull, Query: w.Query, Admin: w.Admin, Transaction: w.Transaction}
-	o.AutoCreateTopic, o.DefaultTopicQueueNums = cfg.AutoCreateTopic, cfg.DefaultTopicQueueNums
-	o.MaxReconsumeTimes = cfg.MaxReconsumeTimes
-	o.LongPollingEnable, o.ShortPollingTimeout = cfg.LongPollingEnable, cfg.ShortPollingTimeout
-	o.SlaveReadEnable, o.AccessMessageInMemoryMaxRatio = cfg.SlaveReadEnable, cfg.AccessMessageInMemoryMaxRatio
-	o.EnablePropertyFilter, o.StoreReplyMessageEnable = cfg.EnablePropertyFilter, cfg.StoreReplyMessageEnable
-	o.TraceTopicEnable, o.MsgTraceTopicName = cfg.TraceTopicEnable, cfg.MsgTraceTopicName
-	o.Credentials = acl.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}
+	o.HASlaveTimeout = cfg.EffectiveHASlaveTimeout()
 	if cfg.ACLEnable {
 		o.ACLFile = cfg.ACLFile
 	}
@@ -71,27 +64,17 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 		// As RocketMQ's clients: encrypted, the name server's certificate not verified.
 		o.NamesrvTLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // documented (docs/security.md)
 	}
-	o.TransactionTimeout, o.TransactionCheckInterval = cfg.TransactionTimeout, cfg.TransactionCheckInterval
-	o.TransactionCheckMax = cfg.TransactionCheckMax
 	levels, err := cfg.DelayLevelDurations()
 	if err != nil {
 		return o, fmt.Errorf("launch: %w", err)
 	}
 	o.DelayLevels = levels
-	o.Logger = log
 
-	so := store.DefaultOptions()
-	so.Dir, so.FS, so.Logger = cfg.DataDir, fsys, log
-	so.SegmentSize = cfg.CommitLogSegmentSize
+	so := &o.Store
 	so.FlushMode = store.FlushAsync
 	if cfg.FlushDiskType == conf.SyncFlush {
 		so.FlushMode = store.FlushSync
 	}
-	so.FlushInterval, so.FlushLeastPages = cfg.FlushInterval, cfg.FlushLeastPages
-	so.FlushThoroughInterval, so.SyncFlushTimeout = cfg.FlushThoroughInterval, cfg.SyncFlushTimeout
-	so.UnitsPerFile = cfg.ConsumeQueueUnitsPerFile
-	so.MaxMessageSize = int(cfg.MaxMessageSize)
-	so.FileReservedTime = cfg.FileReservedTime
 	hours, err := conf.ParseDeleteWhen(cfg.DeleteWhen)
 	if err != nil {
 		return o, fmt.Errorf("launch: %w", err)
@@ -100,14 +83,12 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	so.DiskMaxUsedRatio = float64(cfg.DiskMaxUsedRatio) / 100
 	so.DiskForceCleanRatio = float64(cfg.DiskForceCleanRatio) / 100
 	so.DiskFullRatio = float64(cfg.DiskFullRatio) / 100
-	so.ScrubInterval, so.ScrubBytesPerSec = cfg.ScrubInterval, cfg.ScrubBytesPerSec
 	if ram, err := physicalMemory(); err == nil {
 		so.InMemoryMaxBytes = inMemoryMaxBytes(cfg.AccessMessageInMemoryMaxRatio, ram)
 	} else {
 		// No limit: every pull counts as in memory, so none suggests a slave for lagging.
 		log.Warn().Err(err).Msg("broker.accessMessageInMemoryMaxRatio has no effect")
 	}
-	o.Store = so
 	return o, o.Validate()
 }
 
@@ -131,8 +112,10 @@ func serverTLS(mode, cert, key, clientCA string, requireClientCert bool) (*remot
 // when the TLS certificate or key cannot be loaded.
 func NameServerOptions(cfg conf.NameServerConfig, log zerolog.Logger) (nameserver.Options, error) {
 	o := nameserver.DefaultOptions()
-	o.Listen, o.BrokerExpiry, o.ScanInterval = cfg.Listen, cfg.BrokerExpiry, cfg.ScanInterval
-	o.MaxFrameSize, o.IdleTimeout = int(cfg.MaxFrameSize), cfg.IdleTimeout
+	all := conf.Config{NameServer: cfg}
+	if err := copyKeys(&all, "namesrv", &o, convertedNameServerKeys()); err != nil {
+		return o, err
+	}
 	if cfg.ACLEnable {
 		o.ACLFile = cfg.ACLFile
 	}
