@@ -19,58 +19,60 @@ func (b *Broker) registerHandlers() error {
 	}
 	// reuse marks the handlers that keep nothing of their request (they copy what they
 	// store: topic and group names into the tables, properties into the log), so the
-	// server recycles the request's frame once it has answered.
+	// server recycles the request's frame once it has answered. write marks the writes: a
+	// slave refuses them with that code (see slaveRefusal); served (0): a slave serves it too.
 	routes := []struct {
 		code  protocol.RequestCode
 		pool  string
 		h     remoting.HandlerFunc
 		reuse bool
+		write protocol.ResponseCode
 	}{
-		{protocol.SendMessage, poolSend, b.send.handleSend, true},
-		{protocol.SendMessageV2, poolSend, b.send.handleSend, true},
-		{protocol.SendBatchMessage, poolSend, b.send.handleSend, true},
-		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack, false},
-		{protocol.SendReplyMessage, poolSend, reply.handleReply, false},
-		{protocol.SendReplyMessageV2, poolSend, reply.handleReply, false},
-		{protocol.PullMessage, poolPull, b.pull.handlePull, false},
-		{protocol.LitePullMessage, poolPull, b.pull.handlePull, false},
-		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat, false},
-		{protocol.CheckClientConfig, remoting.DefaultPool, b.client.handleCheckClientConfig, false},
-		{protocol.UnregisterClient, remoting.DefaultPool, b.client.handleUnregisterClient, false},
-		{protocol.GetConsumerListByGroup, remoting.DefaultPool, b.client.handleConsumerList, false},
-		{protocol.QueryConsumerOffset, remoting.DefaultPool, b.offsetH.handleQueryConsumerOffset, false},
-		{protocol.UpdateConsumerOffset, remoting.DefaultPool, b.offsetH.handleUpdateConsumerOffset, false},
-		{protocol.GetMaxOffset, remoting.DefaultPool, b.offsetH.handleGetMaxOffset, false},
-		{protocol.GetMinOffset, remoting.DefaultPool, b.offsetH.handleGetMinOffset, false},
-		{protocol.GetEarliestMsgStoretime, remoting.DefaultPool, b.offsetH.handleEarliestStoreTime, false},
-		{protocol.SearchOffsetByTimestamp, remoting.DefaultPool, b.offsetH.handleSearchOffset, false},
-		{protocol.QueryMessage, poolQuery, b.query.handleQueryMessage, false},
-		{protocol.ViewMessageByID, poolQuery, b.query.handleViewMessage, false},
-		{protocol.UpdateAndCreateTopic, poolAdmin, b.admin.handleCreateTopic, false},
-		{protocol.DeleteTopicInBroker, poolAdmin, b.admin.handleDeleteTopic, false},
-		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.admin.handleAllSubscriptionGroups, false},
-		{protocol.GetAllTopicConfig, poolAdmin, b.meta.handleAllTopicConfig, false},
-		{protocol.GetAllConsumerOffset, poolAdmin, b.meta.handleAllConsumerOffset, false},
-		{protocol.GetAllDelayOffset, poolAdmin, b.meta.handleAllDelayOffset, false},
-		{protocol.LockBatchMQ, remoting.DefaultPool, b.lock.handleLockBatch, false},
-		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.lock.handleUnlockBatch, false},
-		{protocol.EndTransaction, poolTx, b.txh.handleEndTransaction, false},
-		{protocol.GetTopicStatsInfo, poolAdmin, b.stats.handleTopicStats, false},
-		{protocol.GetConsumeStats, poolAdmin, b.stats.handleConsumeStats, false},
-		{protocol.GetConsumerConnectionList, poolAdmin, b.stats.handleConsumerConnections, false},
-		{protocol.GetProducerConnectionList, poolAdmin, b.stats.handleProducerConnections, false},
-		{protocol.UpdateAndCreateSubscriptionGroup, poolAdmin, b.stats.handleUpdateSubscriptionGroup, false},
-		{protocol.DeleteSubscriptionGroup, poolAdmin, b.stats.handleDeleteSubscriptionGroup, false},
-		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho, false},
-		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig, false},
-		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo, false},
-		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset, false},
-		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly, false},
-		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo, false},
+		{protocol.SendMessage, poolSend, b.send.handleSend, true, refuseSend},
+		{protocol.SendMessageV2, poolSend, b.send.handleSend, true, refuseSend},
+		{protocol.SendBatchMessage, poolSend, b.send.handleSend, true, refuseSend},
+		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack, false, refuseSend},
+		{protocol.SendReplyMessage, poolSend, reply.handleReply, false, refuseSend},
+		{protocol.SendReplyMessageV2, poolSend, reply.handleReply, false, refuseSend},
+		{protocol.PullMessage, poolPull, b.pull.handlePull, false, served},
+		{protocol.LitePullMessage, poolPull, b.pull.handlePull, false, served},
+		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat, false, served},
+		{protocol.CheckClientConfig, remoting.DefaultPool, b.client.handleCheckClientConfig, false, served},
+		{protocol.UnregisterClient, remoting.DefaultPool, b.client.handleUnregisterClient, false, served},
+		{protocol.GetConsumerListByGroup, remoting.DefaultPool, b.client.handleConsumerList, false, served},
+		{protocol.QueryConsumerOffset, remoting.DefaultPool, b.offsetH.handleQueryConsumerOffset, false, served},
+		{protocol.UpdateConsumerOffset, remoting.DefaultPool, b.offsetH.handleUpdateConsumerOffset, false, served},
+		{protocol.GetMaxOffset, remoting.DefaultPool, b.offsetH.handleGetMaxOffset, false, served},
+		{protocol.GetMinOffset, remoting.DefaultPool, b.offsetH.handleGetMinOffset, false, served},
+		{protocol.GetEarliestMsgStoretime, remoting.DefaultPool, b.offsetH.handleEarliestStoreTime, false, served},
+		{protocol.SearchOffsetByTimestamp, remoting.DefaultPool, b.offsetH.handleSearchOffset, false, served},
+		{protocol.QueryMessage, poolQuery, b.query.handleQueryMessage, false, served},
+		{protocol.ViewMessageByID, poolQuery, b.query.handleViewMessage, false, served},
+		{protocol.UpdateAndCreateTopic, poolAdmin, b.admin.handleCreateTopic, false, served},
+		{protocol.DeleteTopicInBroker, poolAdmin, b.admin.handleDeleteTopic, false, served},
+		{protocol.GetAllSubscriptionGroupConfig, poolAdmin, b.admin.handleAllSubscriptionGroups, false, served},
+		{protocol.GetAllTopicConfig, poolAdmin, b.meta.handleAllTopicConfig, false, served},
+		{protocol.GetAllConsumerOffset, poolAdmin, b.meta.handleAllConsumerOffset, false, served},
+		{protocol.GetAllDelayOffset, poolAdmin, b.meta.handleAllDelayOffset, false, served},
+		{protocol.LockBatchMQ, remoting.DefaultPool, b.lock.handleLockBatch, false, served},
+		{protocol.UnlockBatchMQ, remoting.DefaultPool, b.lock.handleUnlockBatch, false, served},
+		{protocol.EndTransaction, poolTx, b.txh.handleEndTransaction, false, refuseTx},
+		{protocol.GetTopicStatsInfo, poolAdmin, b.stats.handleTopicStats, false, served},
+		{protocol.GetConsumeStats, poolAdmin, b.stats.handleConsumeStats, false, served},
+		{protocol.GetConsumerConnectionList, poolAdmin, b.stats.handleConsumerConnections, false, served},
+		{protocol.GetProducerConnectionList, poolAdmin, b.stats.handleProducerConnections, false, served},
+		{protocol.UpdateAndCreateSubscriptionGroup, poolAdmin, b.stats.handleUpdateSubscriptionGroup, false, served},
+		{protocol.DeleteSubscriptionGroup, poolAdmin, b.stats.handleDeleteSubscriptionGroup, false, served},
+		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho, false, served},
+		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig, false, served},
+		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo, false, served},
+		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset, false, served},
+		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly, false, served},
+		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo, false, served},
 	}
 	for _, r := range routes {
-		if b.opts.Role == RoleSlave {
-			r.h = b.slaveRefusal(r.code, r.h)
+		if b.opts.Role == RoleSlave && r.write != served {
+			r.h = b.slaveRefusal(r.write)
 		}
 		if gate != nil {
 			if r.code == protocol.PullMessage || r.code == protocol.LitePullMessage || r.code == protocol.QueryMessage {
@@ -89,24 +91,20 @@ func (b *Broker) registerHandlers() error {
 	return nil
 }
 
-// slaveRefusal returns the handler a slave serves code with: writes are refused as
-// RocketMQ refuses them on a slave (sends and send-backs SERVICE_NOT_AVAILABLE, spec
-// storage-and-broker.md §2.1; END_TRANSACTION SLAVE_NOT_AVAILABLE, §8.3), everything
-// else is h.
-func (b *Broker) slaveRefusal(code protocol.RequestCode, h remoting.HandlerFunc) remoting.HandlerFunc {
-	var rc protocol.ResponseCode
-	switch code {
-	case protocol.SendMessage, protocol.SendMessageV2, protocol.SendBatchMessage, protocol.ConsumerSendMsgBack,
-		protocol.SendReplyMessage, protocol.SendReplyMessageV2:
-		rc = protocol.ServiceNotAvailable
-	case protocol.EndTransaction:
-		rc = protocol.SlaveNotAvailable
-	default:
-		return h
-	}
+// The write column of the routes: how a slave answers a request. Writes are refused as
+// RocketMQ refuses them on a slave: sends, send-backs and replies SERVICE_NOT_AVAILABLE
+// (spec storage-and-broker.md §2.1), END_TRANSACTION SLAVE_NOT_AVAILABLE (§8.3).
+const (
+	served     = protocol.Success // not a write (or one a slave accepts, as offsets and metadata): served
+	refuseSend = protocol.ServiceNotAvailable
+	refuseTx   = protocol.SlaveNotAvailable
+)
+
+// slaveRefusal is the handler a slave serves a write with: it answers code.
+func (b *Broker) slaveRefusal(code protocol.ResponseCode) remoting.HandlerFunc {
 	remark := "service not available now: broker " + b.opts.BrokerName + " at " + b.opts.AdvertisedAddr +
 		" is a SLAVE and serves reads only; messages are put to its master"
 	return func(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-		return nil, fail(rc, "%s", remark)
+		return nil, fail(code, "%s", remark)
 	}
 }
