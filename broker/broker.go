@@ -254,7 +254,7 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 		notify: notify, sql: sql, clock: o.Clock, log: b.log}
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
 	b.meta = &metadataHandler{topics: b.topics, offsets: b.offsets, delay: b.sched}
-	b.stats = &statsHandler{store: b.store, topics: b.topics, groups: b.groups, offsets: b.offsets,
+	b.stats = &statsHandler{store: b.store, topics: b.topics, offsets: b.offsets,
 		clients: b.clients, rates: b.rates, config: configProperties(o), brokerName: o.BrokerName, booted: o.Clock(), clock: o.Clock,
 		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
 }

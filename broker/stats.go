@@ -13,13 +13,13 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
-	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
 
 // The administration requests an operator's tools send (ferryctl, RocketMQ's mqadmin):
-// statistics, connections, subscription groups and the broker's configuration.
+// statistics, connections and the broker's configuration (topics and subscription
+// groups are created and deleted in admin.go).
 
 // statsStore is what the statistics need of the message store.
 type statsStore interface {
@@ -31,19 +31,11 @@ type statsStore interface {
 	DispatchedOffset() int64
 }
 
-// groupAdmin is what the subscription-group requests need of the group table.
-type groupAdmin interface {
-	Get(group string) (groupconf.Config, bool)
-	Update(cfg groupconf.Config) (bool, error)
-	Delete(group string) (bool, error)
-}
-
 // offsetStats is what the statistics need of the consumer-offset table.
 type offsetStats interface {
 	Query(group, topic string, queueID int32) (int64, bool)
 	TopicsOf(group string) []string
 	GroupsOf(topic string) []string
-	DeleteGroup(group string) int
 }
 
 // clientStats is what the connection lists need of the client registry.
@@ -57,7 +49,6 @@ type clientStats interface {
 type statsHandler struct {
 	store   statsStore
 	topics  TopicTable
-	groups  groupAdmin
 	offsets offsetStats
 	clients clientStats
 	rates   *brokerRates
@@ -186,37 +177,6 @@ func (h *statsHandler) handleProducerConnections(_ context.Context, _ remoting.C
 	}
 	body, err := protocol.EncodeProducerConnection(&pc)
 	return bodyResponse(req, body, err)
-}
-
-// handleUpdateSubscriptionGroup serves UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
-func (h *statsHandler) handleUpdateSubscriptionGroup(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	sg, err := protocol.DecodeSubscriptionGroupConfig(req.Body)
-	if err != nil {
-		return nil, fail(protocol.InvalidParameter, "decode body: %v", err)
-	}
-	if err := protocol.ValidateGroup(sg.GroupName); err != nil {
-		return nil, fail(protocol.InvalidParameter, "%v", err)
-	}
-	cfg := groupConfigOf(sg)
-	if _, err := h.groups.Update(cfg); err != nil {
-		return nil, fail(protocol.InvalidParameter, "subscription group %s: %v", sg.GroupName, err)
-	}
-	return respond(req, protocol.Success, ""), nil
-}
-
-// handleDeleteSubscriptionGroup serves DELETE_SUBSCRIPTIONGROUP (with its offsets when asked).
-func (h *statsHandler) handleDeleteSubscriptionGroup(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	var rh protocol.DeleteSubscriptionGroupRequestHeader
-	if err := rh.DecodeExt(req.ExtFields); err != nil {
-		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
-	}
-	if _, err := h.groups.Delete(rh.GroupName); err != nil {
-		return nil, fail(protocol.SystemError, "delete subscription group %s: %v", rh.GroupName, err)
-	}
-	if rh.CleanOffset {
-		h.offsets.DeleteGroup(rh.GroupName)
-	}
-	return respond(req, protocol.Success, ""), nil
 }
 
 // handleConsumeByWho serves QUERY_TOPIC_CONSUME_BY_WHO: the groups with offsets for the
