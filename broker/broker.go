@@ -75,6 +75,9 @@ type Broker struct {
 	client  *clientHandler
 	lock    *lockHandler
 	meta    *metadataHandler
+	calls   *clientCallHandler
+	reply   *replier
+	gate    *acl.Gate // in front of every handler with ACL on; nil otherwise
 
 	server *remoting.Server
 	nsrv   *remoting.Client
@@ -93,28 +96,25 @@ type Broker struct {
 	shutdown     sync.Once
 }
 
-// dispatchTargets receives the store dispatcher's notifications: held pulls and the
-// schedule service wake on them. The store calls it only after Start (store.Options.Notify),
-// by which time New has set both fields.
-type dispatchTargets struct {
-	polls *longPoll
-	sched *schedule.Service
-}
-
-func (d *dispatchTargets) notify(topic string, queueID int32, maxOffset, _ int64) {
-	d.polls.notify(topic, queueID, maxOffset)
-	d.sched.Notify(topic, queueID, maxOffset)
+// dispatched receives the store dispatcher's notifications (store.Options.Notify): held
+// pulls and the schedule service wake on them. The store calls it only once started
+// (Start), when New has built every part.
+func (b *Broker) dispatched(topic string, queueID int32, maxOffset, _ int64) {
+	b.polls.notify(topic, queueID, maxOffset)
+	b.sched.Notify(topic, queueID, maxOffset)
 }
 
 // New opens the store and the metadata and builds the request handlers, in this order:
-//  1. the store (its dispatcher notifies dispatchTargets once started);
+//  1. the store (its dispatcher notifies Broker.dispatched once started);
 //  2. the schedule and transaction services, on the store;
 //  3. the topic, group and offset tables (the client registry, which needs nothing, comes
 //     first of all, for the transaction checker);
-//  4. the name-server client and registrar, and the handlers, each given only the parts
-//     it uses.
+//  4. the name-server client, replication, a slave's metadata sync and the registrar,
+//     which calls both back;
+//  5. the handlers, each given only the parts it uses.
 //
-// Start serves them.
+// Every part gets its callbacks in its constructor; Start starts them and writes none of
+// their fields.
 func New(opts Options) (*Broker, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -136,8 +136,7 @@ func New(opts Options) (*Broker, error) {
 		}
 		b.aclWatcher, b.opts.ACL = w, w
 	}
-	targets := &dispatchTargets{}
-	if err := b.openParts(targets); err != nil {
+	if err := b.openParts(); err != nil {
 		return nil, errors.Join(err, b.closeACL())
 	}
 	co := remoting.DefaultClientOptions()
@@ -148,25 +147,24 @@ func New(opts Options) (*Broker, error) {
 		return nil, errors.Join(fmt.Errorf("broker: %w", err), b.closeParts(context.Background()), b.closeACL())
 	}
 	b.nsrv = nsrv
-	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, b.log)
 	b.repl = newReplication(&b.opts, b.store.CommitLog(), b.log)
-	b.reg.onResult = b.repl.learnMaster
+	calls := registrarCalls{haAddr: b.repl.registeredAddr, onResult: b.repl.learnMaster}
 	if opts.Role == RoleSlave {
-		b.sync = &slaveSync{rc: nsrv, creds: opts.Credentials, interval: opts.SlaveSyncInterval, log: b.log, clock: opts.Clock,
-			topics: b.topics, groups: b.groups, offsets: b.offsets, delay: b.sched, kick: make(chan struct{}, 1)}
-		b.reg.onMaster = b.sync.setMaster
+		b.sync = newSlaveSync(&b.opts, nsrv, b.topics, b.groups, b.offsets, b.sched, b.log)
+		calls.onMaster = b.sync.setMaster
 	}
-	b.buildHandlers(targets)
+	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, calls, b.log)
+	b.buildHandlers()
 	return b, nil
 }
 
 // openParts opens the store, the services and the metadata tables.
-func (b *Broker) openParts(targets *dispatchTargets) error {
+func (b *Broker) openParts() error {
 	o := &b.opts
 	so := o.Store // its Logger, Clock and FS are the caller's; the hooks below are the broker's
 	so.StoreHost = netip.MustParseAddrPort(o.AdvertisedAddr)
 	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
-	so.Notify = targets.notify
+	so.Notify = b.dispatched
 	b.clients = clients.New(clients.Options{Logger: o.Logger})
 	var err error
 	if b.store, err = store.Open(so); err != nil {
@@ -225,17 +223,15 @@ func (b *Broker) openParts(targets *dispatchTargets) error {
 }
 
 // buildHandlers builds the request families from the parts.
-func (b *Broker) buildHandlers(targets *dispatchTargets) {
+func (b *Broker) buildHandlers() {
 	o := &b.opts
 	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
-	b.polls = newLongPoll(b.store.MaxOffset, o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.rates = newBrokerRates(o.Clock, b.damageInfo)
 	sql := newSQLFilters(o.EnablePropertyFilter)
-	b.pull = &puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, polls: b.polls, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates}
-	pl := b.pull
-	b.polls.answer = func(p *pullRequest) *remoting.Command { return pl.pull(p, false) }
-	targets.polls, targets.sched = b.polls, b.sched
+	b.pull = newPuller(&puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
+		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates},
+		o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
+	b.polls = b.pull.polls
 
 	host := netip.MustParseAddrPort(o.AdvertisedAddr)
 	b.send = &sender{
@@ -255,8 +251,16 @@ func (b *Broker) buildHandlers(targets *dispatchTargets) {
 	b.lock = &lockHandler{locks: newQueueLocks(), clock: o.Clock}
 	b.meta = &metadataHandler{topics: b.topics, offsets: b.offsets, delay: b.sched}
 	b.stats = &statsHandler{store: b.store, topics: b.topics, offsets: b.offsets,
-		clients: b.clients, rates: b.rates, config: configProperties(o), brokerName: o.BrokerName, booted: o.Clock(), clock: o.Clock,
+		clients: b.clients, rates: b.rates, config: configProperties(o), liveConfig: b.repl.configProperties,
+		brokerName: o.BrokerName, booted: o.Clock(), clock: o.Clock,
 		version: protocol.DataVersion{Timestamp: o.Clock().UnixMilli()}}
+	b.calls = &clientCallHandler{store: b.store, topics: b.topics, offsets: b.offsets, clients: b.clients,
+		conns: b.conns, brokerName: o.BrokerName, timeout: clientCallTimeout, log: b.log}
+	b.reply = &replier{send: b.send, clients: b.clients, conns: b.conns, store: o.StoreReplyMessageEnable,
+		timeout: replyPushTimeout, log: b.log}
+	if o.ACL != nil {
+		b.gate = acl.NewGate(o.ACL, b.log)
+	}
 }
 
 // damageInfo reports the store's damage counters and the replication state as
@@ -328,7 +332,7 @@ func (b *Broker) Start(ln net.Listener) error {
 		return err
 	}
 	b.store.Start()
-	if err := b.startReplication(); err != nil {
+	if err := b.repl.start(); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if o.Role != RoleSlave { // a slave's log is written by replication only
@@ -347,38 +351,13 @@ func (b *Broker) Start(ln net.Listener) error {
 		b.wg.Go(func() { b.sync.run(b.ctx) })
 	}
 	b.log.Info().Str("listen", ln.Addr().String()).Str("advertised", o.AdvertisedAddr).
-		Str("role", o.Role.String()).Str("ha", b.reg.header.HAServerAddr).Msg("broker started")
+		Str("role", o.Role.String()).Str("ha", b.repl.registeredAddr()).Msg("broker started")
 	return nil
-}
-
-// startReplication starts a master's HA listener (and registers its address) or a
-// slave's replication from a static master address; a slave without one starts on its
-// first registration answer.
-func (b *Broker) startReplication() error {
-	o := &b.opts
-	if o.Role == RoleSlave {
-		return b.repl.startSlave()
-	}
-	addr, err := haListenAddr(o)
-	if err != nil {
-		return fmt.Errorf("HA listener: %w", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("HA listener (slaves connect there; default the advertised port + 1): %w", err)
-	}
-	// Before the registrar runs and the server serves GET_BROKER_CONFIG.
-	b.reg.header.HAServerAddr = haRegisterAddr(o, ln.Addr())
-	b.stats.config["haServerAddr"] = b.reg.header.HAServerAddr
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
-		b.stats.config["haListenPort"] = strconv.Itoa(tcp.Port)
-	}
-	return b.repl.startMaster(ln)
 }
 
 // HAAddr is the replication address registered with the name servers (a master's
 // bound HA listener once started).
-func (b *Broker) HAAddr() string { return b.reg.header.HAServerAddr }
+func (b *Broker) HAAddr() string { return b.repl.registeredAddr() }
 
 // Addr is the listening address.
 func (b *Broker) Addr() net.Addr { return b.server.Addr() }

@@ -67,12 +67,6 @@ type clientCallHandler struct {
 	log        zerolog.Logger
 }
 
-// newClientCalls builds the handler from the broker's parts.
-func (b *Broker) newClientCalls() *clientCallHandler {
-	return &clientCallHandler{store: b.store, topics: b.topics, offsets: b.offsets, clients: b.clients,
-		conns: b.conns, brokerName: b.opts.BrokerName, timeout: clientCallTimeout, log: b.log}
-}
-
 // handleResetOffset serves INVOKE_BROKER_TO_RESET_OFFSET.
 func (h *clientCallHandler) handleResetOffset(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var rh protocol.ResetOffsetRequestHeader

@@ -3,20 +3,12 @@ package broker
 import (
 	"context"
 
-	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
 
 // registerHandlers maps every served request code to its handler and worker pool.
 func (b *Broker) registerHandlers() error {
-	calls := b.newClientCalls()
-	reply := &replier{send: b.send, clients: b.clients, conns: b.conns, store: b.opts.StoreReplyMessageEnable,
-		timeout: replyPushTimeout, log: b.log}
-	var gate *acl.Gate
-	if b.opts.ACL != nil {
-		gate = acl.NewGate(b.opts.ACL, b.log)
-	}
 	// reuse marks the handlers that keep nothing of their request (they copy what they
 	// store: topic and group names into the tables, properties into the log), so the
 	// server recycles the request's frame once it has answered. write marks the writes: a
@@ -32,8 +24,8 @@ func (b *Broker) registerHandlers() error {
 		{protocol.SendMessageV2, poolSend, b.send.handleSend, true, refuseSend},
 		{protocol.SendBatchMessage, poolSend, b.send.handleSend, true, refuseSend},
 		{protocol.ConsumerSendMsgBack, poolSend, b.send.handleSendBack, false, refuseSend},
-		{protocol.SendReplyMessage, poolSend, reply.handleReply, false, refuseSend},
-		{protocol.SendReplyMessageV2, poolSend, reply.handleReply, false, refuseSend},
+		{protocol.SendReplyMessage, poolSend, b.reply.handleReply, false, refuseSend},
+		{protocol.SendReplyMessageV2, poolSend, b.reply.handleReply, false, refuseSend},
 		{protocol.PullMessage, poolPull, b.pull.handlePull, false, served},
 		{protocol.LitePullMessage, poolPull, b.pull.handlePull, false, served},
 		{protocol.HeartBeat, remoting.DefaultPool, b.client.handleHeartbeat, false, served},
@@ -66,19 +58,19 @@ func (b *Broker) registerHandlers() error {
 		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho, false, served},
 		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig, false, served},
 		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo, false, served},
-		{protocol.InvokeBrokerToResetOffset, poolAdmin, calls.handleResetOffset, false, served},
-		{protocol.ConsumeMessageDirectly, poolAdmin, calls.handleConsumeDirectly, false, served},
-		{protocol.GetConsumerRunningInfo, poolAdmin, calls.handleRunningInfo, false, served},
+		{protocol.InvokeBrokerToResetOffset, poolAdmin, b.calls.handleResetOffset, false, served},
+		{protocol.ConsumeMessageDirectly, poolAdmin, b.calls.handleConsumeDirectly, false, served},
+		{protocol.GetConsumerRunningInfo, poolAdmin, b.calls.handleRunningInfo, false, served},
 	}
 	for _, r := range routes {
 		if b.opts.Role == RoleSlave && r.write != served {
 			r.h = b.slaveRefusal(r.write)
 		}
-		if gate != nil {
+		if b.gate != nil {
 			if r.code == protocol.PullMessage || r.code == protocol.LitePullMessage || r.code == protocol.QueryMessage {
 				r.h = retryCopiesFiltered(r.h)
 			}
-			r.h = gate.Wrap(r.code, r.h)
+			r.h = b.gate.Wrap(r.code, r.h)
 		}
 		handle := b.server.Handle
 		if r.reuse {

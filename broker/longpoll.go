@@ -47,12 +47,12 @@ type longPoll struct {
 	}
 }
 
-// newLongPoll returns a holder; its answer function is set by the pull handler that
-// owns it (see newPuller).
-func newLongPoll(maxOffset func(string, int32) int64, clock func() time.Time, longPolling bool,
-	shortTimeout time.Duration, log zerolog.Logger) *longPoll {
-	lp := &longPoll{maxOffset: maxOffset, clock: clock, longPolling: longPolling, shortTimeout: shortTimeout,
-		log: log, ready: make(chan []*heldPull, 1024)}
+// newLongPoll returns a holder that answers the pulls it held with answer (the pull
+// handler that owns it builds it, see newPuller).
+func newLongPoll(maxOffset func(string, int32) int64, answer func(*pullRequest) *remoting.Command,
+	clock func() time.Time, longPolling bool, shortTimeout time.Duration, log zerolog.Logger) *longPoll {
+	lp := &longPoll{maxOffset: maxOffset, answer: answer, clock: clock, longPolling: longPolling,
+		shortTimeout: shortTimeout, log: log, ready: make(chan []*heldPull, 1024)}
 	lp.mu.held = make(map[queueKey][]*heldPull)
 	return lp
 }

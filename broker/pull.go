@@ -24,6 +24,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/filter"
 	"github.com/ferrymq/ferry/message"
@@ -50,6 +53,15 @@ type puller struct {
 	slaveRead bool
 	sql       *sqlFilters  // SQL92 subscriptions (enablePropertyFilter)
 	rates     *brokerRates // counts served messages; nil in some unit tests
+}
+
+// newPuller returns pl, its parts filled in by the caller, with its long-poll holder,
+// which answers the pulls it held by pulling again without suspension.
+func newPuller(pl *puller, clock func() time.Time, longPolling bool, shortTimeout time.Duration,
+	log zerolog.Logger) *puller {
+	pl.polls = newLongPoll(pl.store.MaxOffset, func(p *pullRequest) *remoting.Command { return pl.pull(p, false) },
+		clock, longPolling, shortTimeout, log)
+	return pl
 }
 
 // pullRequest is a decoded pull with its filter, kept while the request is held.

@@ -21,10 +21,19 @@ type registrar struct {
 	nsrv     *remoting.Client
 	addrs    []string
 	interval time.Duration
-	header   protocol.RegisterBrokerRequestHeader
+	header   protocol.RegisterBrokerRequestHeader // HAServerAddr aside, which calls.haAddr gives
 	kick     <-chan struct{}
 	log      zerolog.Logger
 	creds    acl.Credentials // signs the requests (name servers with ACL on)
+	calls    registrarCalls
+}
+
+// registrarCalls are what the registrar asks of and tells the rest of the broker, given
+// at construction.
+type registrarCalls struct {
+	// haAddr is the replication address to register, read at every round (a master's
+	// bound HA listener once started).
+	haAddr func() string
 	// onResult receives every successful registration's answer (a slave learns its
 	// master's HA address from it); nil: ignored.
 	onResult func(protocol.RegisterBrokerResponseHeader)
@@ -34,15 +43,16 @@ type registrar struct {
 	onMaster func(addr string)
 }
 
-// newRegistrar returns a registrar for the name servers at addrs.
-// A send on kick (buffered, by the topic table's change hook) makes it register at once.
-func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick chan struct{}, log zerolog.Logger) *registrar {
+// newRegistrar returns a registrar for the name servers o names. A send on kick
+// (buffered, by the topic table's change hook) makes it register at once.
+func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick <-chan struct{}, calls registrarCalls,
+	log zerolog.Logger) *registrar {
 	return &registrar{
 		topics: topics, nsrv: nsrv, addrs: o.NamesrvAddrs, interval: o.RegisterInterval, log: log,
-		kick: kick, creds: o.Credentials,
+		kick: kick, creds: o.Credentials, calls: calls,
 		header: protocol.RegisterBrokerRequestHeader{
 			BrokerName: o.BrokerName, BrokerAddr: o.AdvertisedAddr, ClusterName: o.ClusterName,
-			HAServerAddr: o.HAAddr, BrokerID: o.BrokerID,
+			BrokerID: o.BrokerID,
 		},
 	}
 }
@@ -99,16 +109,18 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 		r.log.Error().Err(err).Msg("encoding the registration body")
 		return false
 	}
+	h := r.header
+	h.HAServerAddr = r.calls.haAddr()
 	ok := true
 	answered, master := false, ""
 	defer func() {
-		if answered && r.onMaster != nil {
-			r.onMaster(master)
+		if answered && r.calls.onMaster != nil {
+			r.calls.onMaster(master)
 		}
 	}()
 	for _, ns := range r.addrs {
 		rctx, cancel := context.WithTimeout(ctx, registerTimeout)
-		req := protocol.NewRequest(protocol.RegisterBroker, &r.header)
+		req := protocol.NewRequest(protocol.RegisterBroker, &h)
 		req.Body = body
 		resp, err := r.nsrv.Invoke(rctx, ns, signed(r.creds, req))
 		cancel()
@@ -130,8 +142,8 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 			if master == "" {
 				master = rh.MasterAddr
 			}
-			if r.onResult != nil {
-				r.onResult(rh)
+			if r.calls.onResult != nil {
+				r.calls.onResult(rh)
 			}
 		}
 	}

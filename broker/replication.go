@@ -24,7 +24,7 @@ package broker
 // the consume queues and index) towards HAMasterAddr, or towards the master HA address
 // the name servers return to its REGISTER_BROKER (haServerAddr), switching when that
 // address changes. A slave starts neither the schedule nor the transaction service and
-// refuses writes (see registerHandlers). It copies the master's metadata with
+// refuses writes (the write column of registerHandlers). It copies the master's metadata with
 // slaveSync (slavesync.go).
 
 import (
@@ -64,7 +64,11 @@ type replication struct {
 	creds        acl.Credentials     // a slave's, proved to its master
 	dialTLS      *tls.Config         // a slave's, dialing its master (NamesrvTLS)
 
-	master *ha.Master // a master's, set by startMaster before the server serves
+	opts *Options // the HA listener's addresses (haListenAddr, haRegisterAddr)
+	// Set by start before the server serves and the registrar runs:
+	master     *ha.Master        // a master's
+	registered string            // the HA address to register: Options.HAAddr, a master's bound listener once started
+	props      map[string]string // a master's GET_BROKER_CONFIG keys: haServerAddr, haListenPort
 
 	mu struct {
 		sync.Mutex
@@ -77,7 +81,7 @@ type replication struct {
 func newReplication(o *Options, cl *commitlog.Log, log zerolog.Logger) *replication {
 	r := &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
 		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr, brokerName: o.BrokerName,
-		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS}
+		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS, opts: o, registered: o.HAAddr}
 	if o.ACL != nil {
 		if a, ok := o.ACL.(ha.Authenticator); ok {
 			r.auth = a
@@ -133,6 +137,36 @@ func haRegisterAddr(o *Options, bound net.Addr) string {
 	}
 	return tcp.String()
 }
+
+// start starts a master's HA listener (taking the address to register from it) or a
+// slave's replication from a static master address; a slave without one starts on its
+// first registration answer (learnMaster).
+func (r *replication) start() error {
+	if r.role == RoleSlave {
+		return r.startSlave()
+	}
+	addr, err := haListenAddr(r.opts)
+	if err != nil {
+		return fmt.Errorf("HA listener: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("HA listener (slaves connect there; default the advertised port + 1): %w", err)
+	}
+	r.registered = haRegisterAddr(r.opts, ln.Addr())
+	r.props = map[string]string{"haServerAddr": r.registered}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		r.props["haListenPort"] = strconv.Itoa(tcp.Port)
+	}
+	return r.startMaster(ln)
+}
+
+// registeredAddr is the HA address registered with the name servers.
+func (r *replication) registeredAddr() string { return r.registered }
+
+// configProperties are the GET_BROKER_CONFIG keys known once started (a master's HA
+// listener); nil before and on a slave. The caller does not modify the map.
+func (r *replication) configProperties() map[string]string { return r.props }
 
 // startMaster serves slaves on ln.
 func (r *replication) startMaster(ln net.Listener) error {

@@ -36,8 +36,10 @@ import (
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
+	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/schedule"
 )
 
 // slaveSyncTimeout bounds one metadata call to the master (RocketMQ: 3 s).
@@ -76,6 +78,14 @@ type slaveSync struct {
 		lastSync time.Time // end of the last complete sync
 		lastErr  error     // of the last attempt
 	}
+}
+
+// newSlaveSync returns a slave's metadata sync into the tables, calling its master
+// through rc.
+func newSlaveSync(o *Options, rc *remoting.Client, topics *topicconf.Manager, groups *groupconf.Manager,
+	offs *offsets.Store, delay *schedule.Service, log zerolog.Logger) *slaveSync {
+	return &slaveSync{rc: rc, creds: o.Credentials, interval: o.SlaveSyncInterval, log: log, clock: o.Clock,
+		topics: topics, groups: groups, offsets: offs, delay: delay, kick: make(chan struct{}, 1)}
 }
 
 // setMaster records the master's broker address from a registration round ("" when the

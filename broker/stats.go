@@ -53,6 +53,9 @@ type statsHandler struct {
 	clients clientStats
 	rates   *brokerRates
 	config  map[string]string // GET_BROKER_CONFIG's properties, fixed at New
+	// liveConfig adds the properties known only once started (the HA listener's) over
+	// config; nil: none.
+	liveConfig func() map[string]string
 	// brokerName names the broker's queues in topic statistics.
 	brokerName string
 	booted     time.Time
@@ -205,7 +208,14 @@ func (h *statsHandler) handleBrokerConfig(_ context.Context, _ remoting.Channel,
 	rh := protocol.GetBrokerConfigResponseHeader{}
 	rh.SetDataVersion(h.version)
 	rh.EncodeExt(&resp.ExtFields)
-	resp.Body = protocol.EncodeConfigProperties(h.config)
+	props := h.config
+	if h.liveConfig != nil {
+		if live := h.liveConfig(); len(live) > 0 {
+			props = maps.Clone(h.config)
+			maps.Copy(props, live)
+		}
+	}
+	resp.Body = protocol.EncodeConfigProperties(props)
 	return resp, nil
 }
 
