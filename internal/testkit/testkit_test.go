@@ -1,0 +1,170 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	RunChildRole(map[string]func([]string){
+		"echo": func(args []string) {
+			// One write, so that both lines are there once the first is.
+			fmt.Print("READY\n" + strings.Join(args, " ") + "\n")
+			select {} // killed by the test
+		},
+		"quit": func([]string) {},
+	})
+	goleak.VerifyTestMain(Main(m))
+}
+
+// fakeTB records the first failure and ends the goroutine it runs on, as t.Fatal does.
+type fakeTB struct {
+	testing.TB
+	mu     sync.Mutex
+	failed string
+}
+
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.failed = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (f *fakeTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+
+// failure runs fn with a fakeTB on its own goroutine and returns the failure it reported
+// ("" when none).
+func failure(t *testing.T, fn func(tb testing.TB)) string {
+	f := &fakeTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+func TestUntil(t *testing.T) {
+	var n atomic.Int32
+	require.True(t, Until(time.Minute, time.Millisecond, func() bool { return n.Add(1) == 5 }))
+	require.Equal(t, int32(5), n.Load(), "polled until the condition held, not after")
+	start := time.Now()
+	require.False(t, Until(20*time.Millisecond, time.Millisecond, func() bool { return false }))
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "gave up only after the timeout")
+}
+
+func TestEventuallyFailsNamingWhat(t *testing.T) {
+	require.Empty(t, failure(t, func(tb testing.TB) {
+		var n atomic.Int32
+		Eventually(tb, time.Minute, func() bool { return n.Add(1) > 3 }, "three polls")
+	}))
+	msg := failure(t, func(tb testing.TB) {
+		EventuallyEvery(tb, 10*time.Millisecond, time.Millisecond, func() bool { return false }, "the impossible")
+	})
+	require.Contains(t, msg, "the impossible")
+	require.Contains(t, msg, "timed out after 10ms")
+}
+
+func TestBufferKeepsTheTail(t *testing.T) {
+	var all Buffer
+	tail := Buffer{Max: 4}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				_, _ = all.Write([]byte("ab"))
+				_, _ = tail.Write([]byte("ab"))
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, all.String(), 1600)
+	require.Equal(t, "abab", tail.String())
+	_, _ = tail.Write([]byte("xyz"))
+	require.Equal(t, "bxyz", tail.String())
+	all.Reset()
+	require.Empty(t, all.String())
+}
+
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		addr := FreeAddr(t)
+		require.True(t, strings.HasPrefix(addr, "127.0.0.1:"), addr)
+		require.False(t, seen[addr], "%s handed out twice", addr)
+		seen[addr] = true
+	}
+}
+
+func TestDiskUsage(t *testing.T) {
+	dir := t.TempDir()
+	sparse := filepath.Join(dir, "sparse")
+	require.NoError(t, os.WriteFile(sparse, nil, 0o600))
+	require.NoError(t, os.Truncate(sparse, 64<<20))
+	require.Less(t, DiskUsage(t, sparse), int64(1<<20), "a hole takes no space")
+	full := filepath.Join(dir, "sub", "full")
+	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o700))
+	require.NoError(t, os.WriteFile(full, make([]byte, 1<<20), 0o600))
+	require.GreaterOrEqual(t, DiskUsage(t, full), int64(1<<20))
+	require.Equal(t, DiskUsage(t, sparse)+DiskUsage(t, full), DiskUsage(t, dir), "a directory sums its files")
+	require.Contains(t, failure(t, func(tb testing.TB) { DiskUsage(tb, filepath.Join(dir, "missing")) }), "missing")
+}
+
+func TestChildHandshake(t *testing.T) {
+	c := StartChild(t, "echo", "a", "b c")
+	require.Equal(t, "READY", c.Line(t, time.Minute))
+	c.Kill(t)
+	require.Equal(t, []string{"a b c"}, c.Rest(), "lines printed before the kill are kept")
+	require.Empty(t, c.Rest())
+	require.Contains(t, failure(t, func(tb testing.TB) { c.Line(tb, time.Minute) }), "exited")
+}
+
+func TestChildThatExitsFailsLineAndKill(t *testing.T) {
+	c := StartChild(t, "quit")
+	require.Contains(t, failure(t, func(tb testing.TB) { c.Line(tb, time.Minute) }), "child quit exited (<nil>)")
+	require.Contains(t, failure(t, func(tb testing.TB) { c.Kill(tb) }), "before it was killed")
+
+	u := StartChild(t, "no-such-role")
+	require.Equal(t, "ERR unknown child role no-such-role", u.Line(t, time.Minute))
+	require.Contains(t, failure(t, func(tb testing.TB) { u.Line(tb, time.Minute) }), "exit status 2")
+}
+
+func TestChildLineTimesOut(t *testing.T) {
+	c := StartChild(t, "echo")
+	require.Equal(t, "READY", c.Line(t, time.Minute))
+	require.Empty(t, c.Line(t, time.Minute), "no arguments")
+	require.Contains(t, failure(t, func(tb testing.TB) { c.Line(tb, 20*time.Millisecond) }), "no line within 20ms")
+}
+
+func TestBinaryBuildsOnce(t *testing.T) {
+	const pkg = "github.com/ferrymq/ferry/internal/testkit/testdata/hello"
+	bin := Binary(t, pkg)
+	out, err := exec.Command(bin, "x", "y").Output()
+	require.NoError(t, err)
+	require.Equal(t, "[x y]\n", string(out))
+	st, err := os.Stat(bin)
+	require.NoError(t, err)
+	require.Equal(t, bin, Binary(t, pkg), "the same program again")
+	again, err := os.Stat(bin)
+	require.NoError(t, err)
+	require.Equal(t, st.ModTime(), again.ModTime(), "not rebuilt")
+
+	const bad = "github.com/ferrymq/ferry/internal/testkit/testdata/nosuch"
+	require.Contains(t, failure(t, func(tb testing.TB) { Binary(tb, bad) }), "go build "+bad)
+	require.Contains(t, failure(t, func(tb testing.TB) { Binary(tb, bad) }), "go build "+bad, "a failed build fails again")
+}
