@@ -9,15 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
 
 // memUsed is the space a MemFS counts as used: allocated bytes.
 func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
@@ -49,7 +42,7 @@ func TestNewQueueTakesLittleSpace(t *testing.T) {
 			size, err := mmap.OSFS{}.Size(seg)
 			require.NoError(t, err)
 			require.Equal(t, int64(DefaultUnitsPerFile*UnitSize), size, "full logical size")
-			used := diskBytes(t, seg)
+			used := testkit.DiskUsage(t, seg)
 			require.LessOrEqual(t, used, int64(smallQueueSpace), "queue %d", i)
 			total += used
 		}
@@ -83,13 +76,13 @@ func TestReopenedQueueStaysSparse(t *testing.T) {
 	appendN(t, mustQueue(t, s, "T", 0), 0, 3)
 	require.NoError(t, s.Close())
 	seg := filepath.Join(root, "T", "0", segmentName(0))
-	require.Equal(t, int64(4096), diskBytes(t, seg))
+	require.Equal(t, int64(4096), testkit.DiskUsage(t, seg))
 
 	// Garbage far beyond the data (page 100): a torn tail to clear.
 	patchFile(t, mmap.OSFS{}, seg, DefaultUnitsPerFile*UnitSize, func(b []byte) {
 		encodeUnit(b[100*4096:], unitFor(9))
 	})
-	require.Equal(t, int64(2*4096), diskBytes(t, seg))
+	require.Equal(t, int64(2*4096), testkit.DiskUsage(t, seg))
 
 	s = openStore(t, opts)
 	q := mustQueue(t, s, "T", 0)
@@ -99,7 +92,7 @@ func TestReopenedQueueStaysSparse(t *testing.T) {
 	require.NoError(t, q.TruncateByPhysical(unitFor(250).Offset))
 	appendN(t, q, 250, 260)
 	require.NoError(t, s.Close())
-	require.Equal(t, int64(3*4096), diskBytes(t, seg), "pages 0 and 1, and the one that held garbage")
+	require.Equal(t, int64(3*4096), testkit.DiskUsage(t, seg), "pages 0 and 1, and the one that held garbage")
 
 	s = openStore(t, opts)
 	require.Equal(t, units(0, 260), readAll(t, mustQueue(t, s, "T", 0)))

@@ -130,17 +130,6 @@ func waitAck(ctx context.Context, m *Master, off int64) error {
 	}
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // requirePrefix checks that the slave's segment files equal the master's up to upTo.
 func requirePrefix(t testing.TB, mdir, sdir string, segSize, upTo int64) {
 	t.Helper()

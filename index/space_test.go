@@ -10,15 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
 
 // memUsed is the space a MemFS counts as used: allocated bytes.
 func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
@@ -55,7 +48,7 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 		size, err := mmap.OSFS{}.Size(path)
 		require.NoError(t, err)
 		require.Equal(t, int64(420_000_040), size)
-		used := diskBytes(t, path)
+		used := testkit.DiskUsage(t, path)
 		require.LessOrEqual(t, used, bound)
 		t.Logf("an index file with %d keys takes %d KiB on disk", keys, used>>10)
 
@@ -67,7 +60,7 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 			require.NoError(t, x.Put(fmt.Sprintf("T#key-%d", i), int64(i)*100, baseTime.UnixMilli()))
 		}
 		require.NoError(t, x.Close())
-		require.LessOrEqual(t, diskBytes(t, path), bound)
+		require.LessOrEqual(t, testkit.DiskUsage(t, path), bound)
 		x = openIndex(t, opts)
 		for i := range keys {
 			got, err := x.Query(fmt.Sprintf("T#key-%d", i), 10, 0, math.MaxInt64)

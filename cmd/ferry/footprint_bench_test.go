@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -42,10 +41,7 @@ const footprintBinEnv = "FERRY_FOOTPRINT_BIN"
 func BenchmarkIdleFootprint(b *testing.B) {
 	bin := os.Getenv(footprintBinEnv)
 	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "ferry")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
+		bin = testkit.Binary(b, "github.com/ferrymq/ferry/cmd/ferry")
 	}
 	var ready, routed, rss, hwm, disk float64
 	for i := 0; i < b.N; i++ {
@@ -77,7 +73,7 @@ type idleFootprint struct {
 func measureIdle(b *testing.B, bin string) idleFootprint {
 	b.Helper()
 	data := filepath.Join(b.TempDir(), "data")
-	ns, br := freePortB(b), freePortB(b)
+	ns, br := testkit.FreeAddr(b), testkit.FreeAddr(b)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns,
 		"--broker-listen", br, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), haOnAnyPort)
@@ -131,7 +127,7 @@ func measureIdle(b *testing.B, bin string) idleFootprint {
 	}
 	waitChildIdle(b, cmd.Process.Pid, 30*time.Second)
 	m.rss, m.hwm = procStatus(b, cmd.Process.Pid)
-	m.disk = allocatedBytes(b, data)
+	m.disk = testkit.DiskUsage(b, data)
 	return m
 }
 
@@ -195,38 +191,4 @@ func procStatus(b *testing.B, pid int) (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
-}
-
-// allocatedBytes sums the blocks allocated to the files under dir.
-func allocatedBytes(b *testing.B, dir string) int64 {
-	b.Helper()
-	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			total += st.Blocks * 512
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total
-}
-
-// freePortB returns a currently free loopback address.
-func freePortB(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }

@@ -8,15 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
+	"github.com/ferrymq/ferry/internal/testkit"
+)
 
 // usedBytes is what a MemFS counts as used.
 func usedBytes(t *testing.T, m *MemFS) int64 {
@@ -38,22 +32,22 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		require.NoError(t, err)
 		defer m.Close()
 		require.Equal(t, int64(size), m.Size())
-		require.Zero(t, diskBytes(t, sparse), "no blocks before Allocate")
+		require.Zero(t, testkit.DiskUsage(t, sparse), "no blocks before Allocate")
 		require.Equal(t, make([]byte, size), m.Bytes(), "a hole reads as zeros")
 
 		require.NoError(t, m.Allocate(5000, 10)) // inside page 1
 		copy(m.Bytes()[5000:], "0123456789")
 		require.NoError(t, m.Sync(5000, 10))
-		require.Equal(t, int64(4096), diskBytes(t, sparse), "one page")
+		require.Equal(t, int64(4096), testkit.DiskUsage(t, sparse), "one page")
 		require.NoError(t, m.Allocate(5000, 10), "allocating again is harmless")
-		require.Equal(t, int64(4096), diskBytes(t, sparse))
+		require.Equal(t, int64(4096), testkit.DiskUsage(t, sparse))
 		require.Error(t, m.Allocate(size-10, 20), "outside the file")
 
 		reserved := filepath.Join(dir, "reserved")
 		r, err := OSFS{}.OpenMapped(reserved, size, true)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
-		require.GreaterOrEqual(t, diskBytes(t, reserved), int64(size))
+		require.GreaterOrEqual(t, testkit.DiskUsage(t, reserved), int64(size))
 	})
 	t.Run("mem", func(t *testing.T) {
 		mem := NewMemFS()
@@ -109,7 +103,7 @@ func TestSparseWriteAfterSequentialReadTakesOnePage(t *testing.T) {
 	require.NoError(t, m.WriteMode(false), "advice stays random")
 	m.Bytes()[page*4096+20] = 1
 	require.NoError(t, m.Sync(page*4096, 4096))
-	require.Equal(t, int64(4096), diskBytes(t, path))
+	require.Equal(t, int64(4096), testkit.DiskUsage(t, path))
 }
 
 // On a full disk Allocate fails with ENOSPC and allocates nothing; once there is room
@@ -223,7 +217,7 @@ func TestOSFSExtendReservesBlocks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seg")
 	require.NoError(t, os.WriteFile(path, []byte("abc"), 0o644))
 	require.NoError(t, OSFS{}.Extend(path, 1<<20))
-	require.GreaterOrEqual(t, diskBytes(t, path), int64(1<<20))
+	require.GreaterOrEqual(t, testkit.DiskUsage(t, path), int64(1<<20))
 
 	mem := NewMemFS()
 	m, err := mem.OpenMappedSparse("/f", 3*AllocPage, true)
