@@ -17,10 +17,10 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/store"
-	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 // Cluster is one name server and one broker running in the test process.
