@@ -1,8 +1,8 @@
 // Package testkit is what the tests of every layer share: polling instead of sleeping
 // (Eventually, Until), the test binary re-run as a child process with a line handshake
 // (StartChild, RunChildRole), a program built once per test process (Binary, Main), the
-// disk space files take (DiskUsage), a log sink safe for concurrent writers (Buffer) and
-// free loopback addresses (FreeAddr).
+// disk space files take (DiskUsage), golden files (Testdata), a log sink safe for
+// concurrent writers (Buffer) and free loopback addresses (FreeAddr).
 //
 // It imports only the standard library, so that any package's tests may use it, down to
 // the lowest layer; package testutil, which starts whole servers, builds on it. Only tests
@@ -10,6 +10,8 @@
 package testkit
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -42,4 +44,15 @@ func Until(timeout, interval time.Duration, cond func() bool) bool {
 		time.Sleep(interval)
 	}
 	return true
+}
+
+// Testdata returns the contents of testdata/name, the package's golden files, failing tb
+// when it cannot be read.
+func Testdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatalf("golden file: %v", err)
+	}
+	return data
 }
