@@ -3,7 +3,6 @@ package groupconf
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -254,40 +253,27 @@ func TestConfigUnmarshalDefaults(t *testing.T) {
 }
 
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o, clk := testOptions(fsys, dir)
-			m, err := Open(o)
-			require.NoError(t, err)
-			_, _, err = m.FindOrCreate("a")
-			require.NoError(t, err)
-			clk.ms.Add(10)
-			c := DefaultConfig("b")
-			c.ConsumeEnable, c.RetryQueueNums, c.WhichBrokerWhenConsumeSlowly = false, 0, 3
-			_, err = m.Update(c)
-			require.NoError(t, err)
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o, clk := testOptions(fsys, dir)
+		m, err := Open(o)
+		require.NoError(t, err)
+		_, _, err = m.FindOrCreate("a")
+		require.NoError(t, err)
+		clk.ms.Add(10)
+		c := DefaultConfig("b")
+		c.ConsumeEnable, c.RetryQueueNums, c.WhichBrokerWhenConsumeSlowly = false, 0, 3
+		_, err = m.Update(c)
+		require.NoError(t, err)
 
-			m2, err := Open(o)
-			require.NoError(t, err)
-			require.Equal(t, m.All(), m2.All())
+		m2, err := Open(o)
+		require.NoError(t, err)
+		require.Equal(t, m.All(), m2.All())
 
-			if fsName == "osfs" {
-				entries, err := os.ReadDir(filepath.Join(dir, "config"))
-				require.NoError(t, err)
-				var names []string
-				for _, e := range entries {
-					names = append(names, e.Name())
-				}
-				require.ElementsMatch(t, []string{"subscriptionGroup.json", "subscriptionGroup.json.bak"}, names,
-					"no temp file is left behind")
-			}
-		})
-	}
+		if _, onDisk := fsys.(mmap.OSFS); onDisk {
+			require.ElementsMatch(t, []string{"subscriptionGroup.json", "subscriptionGroup.json.bak"},
+				metafiletest.DirNames(t, filepath.Join(dir, "config")), "no temp file is left behind")
+		}
+	})
 }
 
 func TestLoadRocketMQ4File(t *testing.T) {

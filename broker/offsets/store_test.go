@@ -2,7 +2,6 @@ package offsets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -119,35 +118,26 @@ func TestListingAndDeletion(t *testing.T) {
 }
 
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o := testOptions(fsys, dir)
-			s, err := Open(o)
-			require.NoError(t, err)
-			s.Commit("cg", "TopicTest", 0, 250)
-			s.Commit("cg", "TopicTest", 3, 1<<40)
-			s.Commit("cg", "%RETRY%cg", 0, 0)
-			s.Commit("g2", "T", 1023, 9)
-			want := s.Snapshot()
-			require.NoError(t, s.Close())
-			require.NoError(t, s.Close(), "Close is idempotent")
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o := testOptions(fsys, dir)
+		s, err := Open(o)
+		require.NoError(t, err)
+		s.Commit("cg", "TopicTest", 0, 250)
+		s.Commit("cg", "TopicTest", 3, 1<<40)
+		s.Commit("cg", "%RETRY%cg", 0, 0)
+		s.Commit("g2", "T", 1023, 9)
+		want := s.Snapshot()
+		require.NoError(t, s.Close())
+		require.NoError(t, s.Close(), "Close is idempotent")
 
-			s2 := openStore(t, o)
-			require.Equal(t, want, s2.Snapshot())
+		s2 := openStore(t, o)
+		require.Equal(t, want, s2.Snapshot())
 
-			if fsName == "osfs" {
-				entries, err := os.ReadDir(filepath.Join(dir, "config"))
-				require.NoError(t, err)
-				require.Len(t, entries, 1, "only consumerOffset.json; no temp file")
-				require.Equal(t, "consumerOffset.json", entries[0].Name())
-			}
-		})
-	}
+		if _, onDisk := fsys.(mmap.OSFS); onDisk {
+			require.Equal(t, []string{"consumerOffset.json"}, metafiletest.DirNames(t, filepath.Join(dir, "config")),
+				"only consumerOffset.json; no temp file")
+		}
+	})
 }
 
 func TestWrittenFileIsValidJSONInRocketMQShape(t *testing.T) {

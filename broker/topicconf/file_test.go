@@ -2,7 +2,6 @@ package topicconf
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,38 +15,31 @@ import (
 const topicsPath = "/store/config/topics.json"
 
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o, clk := testOptions(fsys, dir)
-			m, err := Open(o)
-			require.NoError(t, err)
-			_, err = m.CreateOrUpdate(protocol.TopicConfig{TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 8,
-				Perm: 6, TopicFilterType: protocol.MultiTag, TopicSysFlag: 1, Order: true,
-				Attributes: map[string]string{"message.type": "FIFO"}})
-			require.NoError(t, err)
-			clk.ms.Add(1000)
-			_, _, err = m.CreateRetryTopic("cg", 2)
-			require.NoError(t, err)
-			_, _, err = m.AutoCreate("Auto", protocol.AutoCreateTopicKey, 3)
-			require.NoError(t, err)
-			want := m.All()
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o, clk := testOptions(fsys, dir)
+		m, err := Open(o)
+		require.NoError(t, err)
+		_, err = m.CreateOrUpdate(protocol.TopicConfig{TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 8,
+			Perm: 6, TopicFilterType: protocol.MultiTag, TopicSysFlag: 1, Order: true,
+			Attributes: map[string]string{"message.type": "FIFO"}})
+		require.NoError(t, err)
+		clk.ms.Add(1000)
+		_, _, err = m.CreateRetryTopic("cg", 2)
+		require.NoError(t, err)
+		_, _, err = m.AutoCreate("Auto", protocol.AutoCreateTopicKey, 3)
+		require.NoError(t, err)
+		want := m.All()
 
-			m2, err := Open(o)
-			require.NoError(t, err)
-			require.Equal(t, want, m2.All())
-			require.Equal(t, m.DataVersion(), m2.DataVersion())
+		m2, err := Open(o)
+		require.NoError(t, err)
+		require.Equal(t, want, m2.All())
+		require.Equal(t, m.DataVersion(), m2.DataVersion())
 
-			// The next change continues the version.
-			_, err = m2.Delete("Auto")
-			require.NoError(t, err)
-			require.Equal(t, want.DataVersion.Counter+1, m2.DataVersion().Counter)
-		})
-	}
+		// The next change continues the version.
+		_, err = m2.Delete("Auto")
+		require.NoError(t, err)
+		require.Equal(t, want.DataVersion.Counter+1, m2.DataVersion().Counter)
+	})
 }
 
 func TestWrittenFileHasRocketMQShape(t *testing.T) {
@@ -204,13 +196,7 @@ func TestAtomicWriteLeavesNoTempFile(t *testing.T) {
 		_, err = m.CreateOrUpdate(topic("T", int32(i+1), 1, 6))
 		require.NoError(t, err)
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, "config"))
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	require.ElementsMatch(t, []string{"topics.json", "topics.json.bak"}, names)
+	require.ElementsMatch(t, []string{"topics.json", "topics.json.bak"}, metafiletest.DirNames(t, filepath.Join(dir, "config")))
 }
 
 func TestCrashRightAfterChangeKeepsIt(t *testing.T) {

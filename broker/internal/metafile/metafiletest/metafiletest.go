@@ -5,6 +5,7 @@
 package metafiletest
 
 import (
+	"os"
 	"path"
 	"testing"
 
@@ -49,4 +50,26 @@ func must(tb testing.TB, err error) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// EachFS runs test as a subtest on each file system a metadata file may live on:
+// "memfs", a new in-memory one with dir /store, and "osfs", the real one with dir a
+// temporary directory (fsys is then an mmap.OSFS).
+func EachFS(t *testing.T, test func(t *testing.T, fsys mmap.FS, dir string)) {
+	t.Helper()
+	t.Run("memfs", func(t *testing.T) { test(t, mmap.NewMemFS(), "/store") })
+	t.Run("osfs", func(t *testing.T) { test(t, mmap.OSFS{}, t.TempDir()) })
+}
+
+// DirNames returns the names of the entries of dir on the real file system, sorted: what
+// the writes of a test left behind.
+func DirNames(tb testing.TB, dir string) []string {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	must(tb, err)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
