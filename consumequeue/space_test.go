@@ -12,14 +12,6 @@ import (
 	"github.com/ferrymq/ferry/internal/testkit"
 )
 
-// memUsed is the space a MemFS counts as used: allocated bytes.
-func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
-	t.Helper()
-	total, free, err := mem.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
-
 // smallQueueSpace bounds the disk space of a queue holding a few units.
 const smallQueueSpace = 64 << 10
 
@@ -52,15 +44,15 @@ func TestNewQueueTakesLittleSpace(t *testing.T) {
 		mem := mmap.NewMemFS()
 		require.NoError(t, mem.MkdirAll("/store/consumequeue"))
 		s := openStore(t, testOpts(mem, "/store/consumequeue", DefaultUnitsPerFile))
-		before := memUsed(t, mem)
+		before := testkit.Used(t, mem)
 		q := mustQueue(t, s, "T", 0)
 		require.NoError(t, q.Append(0, unitFor(0)))
 		require.NoError(t, q.Flush())
-		require.LessOrEqual(t, memUsed(t, mem)-before, int64(smallQueueSpace))
+		require.LessOrEqual(t, testkit.Used(t, mem)-before, int64(smallQueueSpace))
 		// Space grows with the units, never far ahead of them.
 		appendN(t, q, 1, 20_000) // 400,000 bytes
 		require.NoError(t, q.Flush())
-		used := memUsed(t, mem) - before
+		used := testkit.Used(t, mem) - before
 		require.GreaterOrEqual(t, used, int64(20_000*UnitSize))
 		require.LessOrEqual(t, used, int64(2*20_000*UnitSize+smallQueueSpace))
 	})
@@ -107,7 +99,7 @@ func TestAppendFailsWhenDiskIsFull(t *testing.T) {
 	s := openStore(t, testOpts(mem, "/store/consumequeue", 1000)) // 20,000-byte segments
 	q := mustQueue(t, s, "T", 0)
 	appendN(t, q, 0, 1)
-	mem.SetCapacity(memUsed(t, mem)) // nothing more fits
+	mem.SetCapacity(testkit.Used(t, mem)) // nothing more fits
 
 	// Units 1..203 fit in the first page; unit 204 crosses into the second.
 	appendN(t, q, 1, 204)
@@ -120,7 +112,7 @@ func TestAppendFailsWhenDiskIsFull(t *testing.T) {
 
 	mem.SetCapacity(0)
 	appendN(t, q, 204, 1000) // the rest of the segment
-	mem.SetCapacity(memUsed(t, mem))
+	mem.SetCapacity(testkit.Used(t, mem))
 	err = q.Append(1000, unitFor(1000)) // a new segment: created, but no room for its units
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	require.Equal(t, int64(1000), q.MaxOffset())

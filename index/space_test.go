@@ -13,14 +13,6 @@ import (
 	"github.com/ferrymq/ferry/internal/testkit"
 )
 
-// memUsed is the space a MemFS counts as used: allocated bytes.
-func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
-	t.Helper()
-	total, free, err := mem.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
-
 // onlyFile is the path of the one index file in dir.
 func onlyFile(t *testing.T, fsys mmap.FS, dir string) string {
 	t.Helper()
@@ -76,12 +68,12 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 			require.NoError(t, x.Put(fmt.Sprintf("T#key-%d", i), int64(i)*100, baseTime.UnixMilli()))
 		}
 		require.NoError(t, x.Flush())
-		require.LessOrEqual(t, memUsed(t, mem), bound)
+		require.LessOrEqual(t, testkit.Used(t, mem), bound)
 		// Many keys: never more than the slot table plus about twice the entries.
 		putMsgs(t, x, genMsgs(20_000, 5000, 3), 2000)
 		require.NoError(t, x.Flush())
 		entries := int64(x.Files()[0].IndexCount) * EntrySize
-		require.LessOrEqual(t, memUsed(t, mem), 100_000*SlotSize+2*entries+2*4096)
+		require.LessOrEqual(t, testkit.Used(t, mem), 100_000*SlotSize+2*entries+2*4096)
 	})
 }
 
@@ -108,7 +100,7 @@ func TestPutFailsWhenDiskIsFull(t *testing.T) {
 
 	mem.SetCapacity(0)
 	require.NoError(t, x.Put("T#a", 100, baseTime.UnixMilli()))
-	mem.SetCapacity(memUsed(t, mem))
+	mem.SetCapacity(testkit.Used(t, mem))
 	var same, other string
 	for i := 0; same == "" || other == ""; i++ {
 		k := fmt.Sprintf("T#k%d", i)

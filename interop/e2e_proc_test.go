@@ -3,7 +3,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,22 +139,8 @@ func (p *ferryProc) stop(tb testing.TB) {
 // gives up after timeout, logging it.
 func (p *ferryProc) waitIdle(tb testing.TB, timeout time.Duration) {
 	tb.Helper()
-	const window, limit = 200 * time.Millisecond, 10 * time.Millisecond
-	deadline := time.Now().Add(timeout)
-	quiet := 0
-	for last := p.cpu(tb); quiet < 2; {
-		if time.Now().After(deadline) {
-			tb.Logf("ferry still busy after %s; measuring anyway", timeout)
-			return
-		}
-		time.Sleep(window)
-		now := p.cpu(tb)
-		if now-last < limit {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = now
+	if !testkit.WaitIdle(timeout, func() time.Duration { return p.cpu(tb) }) {
+		tb.Logf("ferry still busy after %s; measuring anyway", timeout)
 	}
 }
 
@@ -181,24 +164,7 @@ func (p *ferryProc) cpu(tb testing.TB) time.Duration {
 // ticks (USER_HZ, 100 on Linux: 10 ms resolution).
 func (p *ferryProc) cpuTicks(tb testing.TB) (user, sys time.Duration) {
 	tb.Helper()
-	pid := p.cmd.Process.Pid
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// utime and stime are fields 14 and 15 of the line, the 12th and 13th after the
-	// parenthesised command name.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		tb.Fatalf("unexpected /proc/%d/stat: %q", pid, stat)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		tb.Fatal(err)
-	}
-	const tick = time.Second / 100
-	return time.Duration(utime) * tick, time.Duration(stime) * tick
+	return testkit.CPUTicks(tb, p.cmd.Process.Pid)
 }
 
 // selfCPU returns the CPU time this process has used so far.

@@ -125,45 +125,13 @@ func measureIdle(b *testing.B, bin string) idleFootprint {
 			m.routed = time.Since(start)
 		}
 	}
-	waitChildIdle(b, cmd.Process.Pid, 30*time.Second)
+	testkit.WaitIdle(30*time.Second, func() time.Duration {
+		user, sys := testkit.CPUTicks(b, cmd.Process.Pid)
+		return user + sys
+	})
 	m.rss, m.hwm = procStatus(b, cmd.Process.Pid)
 	m.disk = testkit.DiskUsage(b, data)
 	return m
-}
-
-// waitChildIdle waits until pid used less than 5 % of a core over two 200 ms windows in
-// a row (start-up work such as pre-faulting a segment is then over), or timeout.
-func waitChildIdle(b *testing.B, pid int, timeout time.Duration) {
-	b.Helper()
-	const window, limit = 200 * time.Millisecond, 10 * time.Millisecond
-	deadline := time.Now().Add(timeout)
-	for last, quiet := childCPU(b, pid), 0; quiet < 2 && time.Now().Before(deadline); {
-		time.Sleep(window)
-		now := childCPU(b, pid)
-		if now-last < limit {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = now
-	}
-}
-
-// childCPU returns pid's user + system CPU time from /proc/<pid>/stat (10 ms ticks).
-func childCPU(b *testing.B, pid int) time.Duration {
-	b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// utime and stime are fields 14 and 15, the 12th and 13th after the command name.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		b.Fatalf("unexpected /proc/%d/stat: %q", pid, stat)
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
 // procStatus returns VmRSS and VmHWM of pid in bytes.

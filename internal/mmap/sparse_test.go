@@ -12,14 +12,6 @@ import (
 	"github.com/ferrymq/ferry/internal/testkit"
 )
 
-// usedBytes is what a MemFS counts as used.
-func usedBytes(t *testing.T, m *MemFS) int64 {
-	t.Helper()
-	total, free, err := m.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
-
 // A sparse file has its full size from the start but takes space only for the pages
 // Allocate reserved; it reads as zeros everywhere else. A reserved file takes its whole
 // size at once.
@@ -54,10 +46,10 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		require.NoError(t, mem.MkdirAll("/d"))
 		m, err := mem.OpenMappedSparse("/d/sparse", size+100, true)
 		require.NoError(t, err)
-		require.Zero(t, usedBytes(t, mem))
+		require.Zero(t, testkit.Used(t, mem))
 		require.NoError(t, m.Allocate(5000, 10))
 		require.NoError(t, m.Allocate(4096, 4096), "the same page")
-		require.Equal(t, int64(AllocPage), usedBytes(t, mem))
+		require.Equal(t, int64(AllocPage), testkit.Used(t, mem))
 		require.NoError(t, m.Allocate(size, 100), "the last page is cut at the end of the file")
 		n, err := mem.Allocated("/d/sparse")
 		require.NoError(t, err)
@@ -68,7 +60,7 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		require.NoError(t, m.Sync(5000, 4))
 		require.NoError(t, mem.SyncDir("/d"))
 		c := mem.Crash(nil, 0)
-		require.Equal(t, int64(AllocPage+100), usedBytes(t, c))
+		require.Equal(t, int64(AllocPage+100), testkit.Used(t, c))
 		cm, err := c.OpenMappedSparse("/d/sparse", size+100, false)
 		require.NoError(t, err)
 		require.Equal(t, "data", string(cm.Bytes()[5000:5004]))
@@ -78,7 +70,7 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		}, "page 0 was never allocated, in the clone either")
 
 		require.NoError(t, mem.Remove("/d/sparse"))
-		require.Zero(t, usedBytes(t, mem), "removing frees what was allocated")
+		require.Zero(t, testkit.Used(t, mem), "removing frees what was allocated")
 	})
 }
 
@@ -118,12 +110,12 @@ func TestMemFSAllocateRespectsCapacity(t *testing.T) {
 	err = m.Allocate(AllocPage, 3*AllocPage) // pages 1-3: two new ones, one fits
 	require.ErrorIs(t, err, ErrNoSpace)
 	require.ErrorIs(t, err, syscall.ENOSPC)
-	require.Equal(t, int64(2*AllocPage), usedBytes(t, mem), "nothing allocated")
+	require.Equal(t, int64(2*AllocPage), testkit.Used(t, mem), "nothing allocated")
 	mem.SetCapacity(AllocPage) // less than is used already
 	require.NoError(t, m.Allocate(0, 2*AllocPage), "allocated pages need no room")
 	mem.SetCapacity(0)
 	require.NoError(t, m.Allocate(AllocPage, 3*AllocPage))
-	require.Equal(t, int64(4*AllocPage), usedBytes(t, mem))
+	require.Equal(t, int64(4*AllocPage), testkit.Used(t, mem))
 }
 
 // MemFS catches the bug a real disk punishes with SIGBUS: bytes written into a page of a
@@ -166,7 +158,7 @@ func TestErrorFSAllocate(t *testing.T) {
 	err = m.Allocate(0, 1)
 	require.ErrorIs(t, err, ErrInjected)
 	require.ErrorIs(t, err, ErrNoSpace)
-	require.Zero(t, usedBytes(t, mem))
+	require.Zero(t, testkit.Used(t, mem))
 	remove()
 	require.NoError(t, m.Allocate(0, 1))
 	require.Equal(t, 2, e.Calls(OpAllocate, nil))

@@ -30,3 +30,20 @@ func DiskUsage(tb testing.TB, path string) int64 {
 	}
 	return total
 }
+
+// DiskUser is a file system that reports its disk usage, as the store's file systems
+// (internal/mmap's FS) do.
+type DiskUser interface {
+	DiskUsage(path string) (total, free uint64, err error)
+}
+
+// Used returns the bytes fsys counts as used on the disk holding "/" (total less free):
+// for an in-memory file system, the bytes its files have allocated.
+func Used(tb testing.TB, fsys DiskUser) int64 {
+	tb.Helper()
+	total, free, err := fsys.DiskUsage("/")
+	if err != nil {
+		tb.Fatalf("disk usage: %v", err)
+	}
+	return int64(total - free)
+}

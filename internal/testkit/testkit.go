@@ -1,8 +1,9 @@
 // Package testkit is what the tests of every layer share: polling instead of sleeping
 // (Eventually, Until), the test binary re-run as a child process with a line handshake
-// (StartChild, RunChildRole), a program built once per test process (Binary, Main), the
-// disk space files take (DiskUsage), golden files (Testdata), a log sink safe for
-// concurrent writers (Buffer) and free loopback addresses (FreeAddr).
+// (StartChild, RunChildRole), a program built once per test process (Binary, Main), a
+// child's CPU time and the wait until it is idle (CPUTicks, WaitIdle), the disk space
+// files take (DiskUsage, Used), golden files (Testdata), a log sink safe for concurrent
+// writers (Buffer) and free loopback addresses (FreeAddr).
 //
 // It imports only the standard library, so that any package's tests may use it, down to
 // the lowest layer; package testutil, which starts whole servers, builds on it. Only tests

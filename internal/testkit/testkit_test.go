@@ -168,3 +168,35 @@ func TestBinaryBuildsOnce(t *testing.T) {
 	require.Contains(t, failure(t, func(tb testing.TB) { Binary(tb, bad) }), "go build "+bad)
 	require.Contains(t, failure(t, func(tb testing.TB) { Binary(tb, bad) }), "go build "+bad, "a failed build fails again")
 }
+
+func TestCPUTicksCountsWork(t *testing.T) {
+	user0, sys0 := CPUTicks(t, os.Getpid())
+	start := time.Now()
+	for time.Since(start) < 100*time.Millisecond { // busy: this process's CPU time grows
+	}
+	user, sys := CPUTicks(t, os.Getpid())
+	require.Greater(t, user+sys, user0+sys0)
+	require.Contains(t, failure(t, func(tb testing.TB) { CPUTicks(tb, -1) }), "/proc/-1/stat")
+}
+
+func TestWaitIdle(t *testing.T) {
+	var calls int
+	require.True(t, WaitIdle(time.Minute, func() time.Duration { calls++; return time.Second }))
+	require.Equal(t, 3, calls, "a first reading and two quiet windows")
+	var used time.Duration
+	busy := func() time.Duration { used += 20 * time.Millisecond; return used }
+	require.False(t, WaitIdle(500*time.Millisecond, busy), "10 % of a core is not idle")
+}
+
+// fixedUsage is a DiskUser with a fixed answer.
+type fixedUsage struct {
+	total, free uint64
+	err         error
+}
+
+func (f fixedUsage) DiskUsage(string) (uint64, uint64, error) { return f.total, f.free, f.err }
+
+func TestUsed(t *testing.T) {
+	require.Equal(t, int64(300), Used(t, fixedUsage{total: 1000, free: 700}))
+	require.Contains(t, failure(t, func(tb testing.TB) { Used(tb, fixedUsage{err: os.ErrPermission}) }), "permission denied")
+}
