@@ -45,7 +45,7 @@ func (t Tests) Run() int {
 	defer built.Unlock()
 	if built.dir != "" {
 		if err := os.RemoveAll(built.dir); err != nil && code == 0 {
-			fmt.Fprintln(os.Stderr, "testkit: removing built programs:", err)
+			fmt.Fprintln(os.Stderr, "testkit: removing built programs:", err) //nolint:forbidigo // a test binary reports beside the testing package's output
 			code = 1
 		}
 		built.dir, built.bins, built.errs = "", nil, nil

@@ -9,7 +9,6 @@ import (
 	"path"
 	"testing"
 
-	"github.com/ferrymq/ferry/broker/internal/metafile"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
 )
@@ -24,7 +23,7 @@ func Files(tb testing.TB, file string, main, bak []byte) *mmap.MemFS {
 		must(tb, fsys.WriteFileAtomic(file, main))
 	}
 	if bak != nil {
-		must(tb, fsys.WriteFileAtomic(file+metafile.BakSuffix, bak))
+		must(tb, fsys.WriteFileAtomic(file+".bak", bak)) // metafile.BakSuffix: packages under internal/ import nothing of broker (depguard)
 	}
 	return fsys
 }
