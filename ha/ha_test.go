@@ -100,17 +100,16 @@ func TestConnectionCutMidFrame(t *testing.T) {
 	appendN(t, ml, 0, 800, 700)
 	m := newMaster(t, ml)
 	defer func() { require.NoError(t, m.Close()) }()
-	p := newProxy(t, m.Addr().String(), 50_001) // every connection dies inside a frame after ~50 KB
-	defer p.close()
-	s := newSlave(t, sl, p.addr())
+	p := testkit.StartProxy(t, m.Addr().String())
+	p.SetCutAfter(50_001) // every connection dies inside a frame after ~50 KB
+	defer p.Close()
+	s := newSlave(t, sl, p.Addr())
 	defer func() { require.NoError(t, s.Close()) }()
 
 	testkit.Eventually(t, 5*time.Second, func() bool { return sl.ReplicaOffset() > 5*50_000 }, "progress through cuts")
 	require.Error(t, s.LastError())
-	p.mu.Lock()
-	p.cutAfter = 0
-	p.mu.Unlock()
-	p.cut()
+	p.SetCutAfter(0)
+	p.Cut()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))

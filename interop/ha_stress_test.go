@@ -28,7 +28,6 @@ import (
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
-	"github.com/ferrymq/ferry/testutil"
 )
 
 // Master–slave replication with real processes: `ferry namesrv` and `ferry broker`
@@ -616,10 +615,10 @@ func TestSyncMasterPartition(t *testing.T) {
 		t.Skip("starts processes; -short")
 	}
 	c := newHACluster(t, "")
-	var proxy *testutil.Proxy
+	var proxy *testkit.Proxy
 	const topic = "HAPartition"
 	m, s := c.startGroup(t, "broker-a", "SYNC_MASTER", 500*time.Millisecond, func(masterHA string) string {
-		proxy = testutil.StartProxy(t, masterHA)
+		proxy = testkit.StartProxy(t, masterHA)
 		return proxy.Addr()
 	})
 	c.createTopic(t, topic)

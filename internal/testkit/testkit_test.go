@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +201,80 @@ func (f fixedUsage) DiskUsage(string) (uint64, uint64, error) { return f.total, 
 func TestUsed(t *testing.T) {
 	require.Equal(t, int64(300), Used(t, fixedUsage{total: 1000, free: 700}))
 	require.Contains(t, failure(t, func(tb testing.TB) { Used(tb, fixedUsage{err: os.ErrPermission}) }), "permission denied")
+}
+
+// echoServer answers every connection by echoing what it reads, until the test ends.
+func echoServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(c, c) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+func TestProxyFreezesCutsAndCutsAfter(t *testing.T) {
+	p := StartProxy(t, echoServer(t))
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	echo := func(msg string) (string, error) {
+		if _, err := c.Write([]byte(msg)); err != nil {
+			return "", err
+		}
+		buf := make([]byte, len(msg))
+		_, err := io.ReadFull(c, buf)
+		return string(buf), err
+	}
+	got, err := echo("hello")
+	require.NoError(t, err)
+	require.Equal(t, "hello", got)
+
+	p.SetFrozen(true)
+	_, err = c.Write([]byte("held"))
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err = c.Read(make([]byte, 4))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "nothing passes while frozen")
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+	p.SetFrozen(false)
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, "held", string(buf), "the held bytes pass once thawed")
+
+	p.Cut()
+	_, err = io.ReadFull(c, buf)
+	require.ErrorIs(t, err, io.EOF, "a cut connection is closed")
+
+	p.SetCutAfter(3)
+	c2, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c2.Close()
+	_, err = c2.Write([]byte("abcdef"))
+	require.NoError(t, err)
+	rest, err := io.ReadAll(c2)
+	require.NoError(t, err)
+	require.Equal(t, "abc", string(rest), "closed after 3 bytes from the target")
 }
