@@ -215,16 +215,23 @@ func TestTornTailAtEveryByte(t *testing.T) {
 	}
 }
 
-// crashChild is the child side of the real-crash test (args: the store's directory and
-// the round): append with sync flush forever, printing every durable acknowledgement.
-func crashChild(args []string) {
-	dir, round := args[0], args[1]
+// crashOptions are the options of the store in dir that the real-crash test's child
+// appends to and the test reopens.
+func crashOptions(dir string) Options {
 	o := DefaultOptions()
 	o.Dir = dir
 	o.SegmentSize = 1 << 20
 	o.UnitsPerFile = 1000
 	o.IndexSlots = 1024
 	o.IndexEntries = 4096
+	return o
+}
+
+// crashChild is the child side of the real-crash test (args: the store's directory and
+// the round): append with sync flush forever, printing every durable acknowledgement.
+func crashChild(args []string) {
+	dir, round := args[0], args[1]
+	o := crashOptions(dir)
 	o.FlushMode = commitlog.FlushSync
 	o.CheckpointInterval = 50 * time.Millisecond
 	s, err := Open(o)
@@ -278,13 +285,7 @@ func TestRealCrashKill9(t *testing.T) {
 			}
 		}
 
-		o := DefaultOptions()
-		o.Dir = dir
-		o.SegmentSize = 1 << 20
-		o.UnitsPerFile = 1000
-		o.IndexSlots = 1024
-		o.IndexEntries = 4096
-		s, err := Open(o)
+		s, err := Open(crashOptions(dir))
 		require.NoError(t, err, "round %d", round)
 		present := presentUniqKeys(t, s)
 		for _, k := range acked {
