@@ -274,6 +274,7 @@ func TestProxyFreezesCutsAndCutsAfter(t *testing.T) {
 	defer c2.Close()
 	_, err = c2.Write([]byte("abcdef"))
 	require.NoError(t, err)
+	require.NoError(t, c2.SetReadDeadline(time.Now().Add(10*time.Second))) // fail, not hang, when not cut
 	rest, err := io.ReadAll(c2)
 	require.NoError(t, err)
 	require.Equal(t, "abc", string(rest), "closed after 3 bytes from the target")
