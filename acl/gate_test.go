@@ -2,7 +2,6 @@ package acl
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -37,14 +36,7 @@ accounts:
 	for _, c := range []protocol.RequestCode{protocol.SendMessage, protocol.HeartBeat} {
 		require.NoError(t, s.Handle(int16(c), remoting.DefaultPool, g.Wrap(c, ok)))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	remoting.ServeTest(t, s, nil)
 	cli, err := remoting.NewClient(remoting.DefaultClientOptions())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })

@@ -3,7 +3,6 @@ package acl
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -51,14 +50,7 @@ func startOracle(t *testing.T, a *ACL) *oracleServer {
 		protocol.HeartBeat, protocol.UpdateAndCreateTopic, protocol.UnregisterClient, protocol.GetAllSubscriptionGroupConfig} {
 		require.NoError(t, s.Handle(int16(c), remoting.DefaultPool, remoting.HandlerFunc(o.serve)))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	remoting.ServeTest(t, s, nil)
 	return o
 }
 

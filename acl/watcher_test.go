@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -36,25 +37,6 @@ func TestWatcherInitialLoadErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
-// syncLog is a goroutine-safe log sink.
-type syncLog struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	return len(p), nil
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.buf)
-}
-
 func TestWatcherReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	write := func(s string) { // atomically, so no poll sees a half-written file
@@ -71,7 +53,7 @@ func TestWatcherReloads(t *testing.T) {
 		errs     []error
 		reloaded int
 	)
-	logs := &syncLog{}
+	logs := &testkit.Buffer{}
 	o := DefaultWatcherOptions()
 	o.Path = path
 	o.Interval = 10 * time.Millisecond

@@ -17,6 +17,7 @@ import (
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/ha"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/protocol"
@@ -177,7 +178,7 @@ func TestSyncMasterWaitsForSlave(t *testing.T) {
 
 	// The slave reaches the master through a proxy that can be frozen (a partition
 	// that keeps the connection open); haMasterAddr is the static fallback.
-	px := testutil.StartProxy(t, c.Broker.HAAddr())
+	px := testkit.StartProxy(t, c.Broker.HAAddr())
 	defer px.Close()
 	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.Addr() })
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -225,7 +226,7 @@ func TestSyncMasterAnswersWhenLastSlaveLeaves(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, rc.Close()) }()
 
-	px := testutil.StartProxy(t, c.Broker.HAAddr())
+	px := testkit.StartProxy(t, c.Broker.HAAddr())
 	defer px.Close()
 	s := c.StartSlave(t, func(cfg *conf.BrokerConfig) { cfg.HAMasterAddr = px.Addr() })
 	defer s.Stop(t)

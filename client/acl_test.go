@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -156,14 +155,7 @@ func (f *aclFake) serve(t *testing.T, gate *acl.Gate, handlers map[protocol.Requ
 		}
 		require.NoError(t, s.Handle(int16(code), remoting.DefaultPool, gate.Wrap(code, record)))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	remoting.ServeTest(t, s, nil)
 	return s.Addr().String()
 }
 

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -229,14 +228,7 @@ func startMemberListBroker(t *testing.T) (*memberListBroker, string) {
 			}
 			return remoting.NewResponse(req, int16(b.mu.heartbeat), ""), nil
 		})))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	remoting.ServeTest(t, s, nil)
 	return b, s.Addr().String()
 }
 

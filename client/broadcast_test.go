@@ -5,33 +5,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/testutil"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestBroadcastingEveryMemberGetsEverything runs two broadcasting members of one group:
 // each owns every queue of the topic (and no retry queue) and gets every message once,
@@ -126,7 +108,7 @@ func TestBroadcastingEveryMemberGetsEverything(t *testing.T) {
 	require.NoError(t, err)
 	data[len(data)/2] ^= 0x40
 	require.NoError(t, os.WriteFile(pathA, data, 0o600))
-	var logs syncBuffer
+	var logs testkit.Buffer
 	clA3, err := New(WithNameServers(c.NamesrvAddr), WithInstanceName("broadcast-a3"), WithLogger(zerolog.New(&logs)))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, clA3.Close()) }()

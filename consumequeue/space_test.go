@@ -9,23 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
-
-// memUsed is the space a MemFS counts as used: allocated bytes.
-func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
-	t.Helper()
-	total, free, err := mem.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
 
 // smallQueueSpace bounds the disk space of a queue holding a few units.
 const smallQueueSpace = 64 << 10
@@ -49,7 +34,7 @@ func TestNewQueueTakesLittleSpace(t *testing.T) {
 			size, err := mmap.OSFS{}.Size(seg)
 			require.NoError(t, err)
 			require.Equal(t, int64(DefaultUnitsPerFile*UnitSize), size, "full logical size")
-			used := diskBytes(t, seg)
+			used := testkit.DiskUsage(t, seg)
 			require.LessOrEqual(t, used, int64(smallQueueSpace), "queue %d", i)
 			total += used
 		}
@@ -59,15 +44,15 @@ func TestNewQueueTakesLittleSpace(t *testing.T) {
 		mem := mmap.NewMemFS()
 		require.NoError(t, mem.MkdirAll("/store/consumequeue"))
 		s := openStore(t, testOpts(mem, "/store/consumequeue", DefaultUnitsPerFile))
-		before := memUsed(t, mem)
+		before := testkit.Used(t, mem)
 		q := mustQueue(t, s, "T", 0)
 		require.NoError(t, q.Append(0, unitFor(0)))
 		require.NoError(t, q.Flush())
-		require.LessOrEqual(t, memUsed(t, mem)-before, int64(smallQueueSpace))
+		require.LessOrEqual(t, testkit.Used(t, mem)-before, int64(smallQueueSpace))
 		// Space grows with the units, never far ahead of them.
 		appendN(t, q, 1, 20_000) // 400,000 bytes
 		require.NoError(t, q.Flush())
-		used := memUsed(t, mem) - before
+		used := testkit.Used(t, mem) - before
 		require.GreaterOrEqual(t, used, int64(20_000*UnitSize))
 		require.LessOrEqual(t, used, int64(2*20_000*UnitSize+smallQueueSpace))
 	})
@@ -83,13 +68,13 @@ func TestReopenedQueueStaysSparse(t *testing.T) {
 	appendN(t, mustQueue(t, s, "T", 0), 0, 3)
 	require.NoError(t, s.Close())
 	seg := filepath.Join(root, "T", "0", segmentName(0))
-	require.Equal(t, int64(4096), diskBytes(t, seg))
+	require.Equal(t, int64(4096), testkit.DiskUsage(t, seg))
 
 	// Garbage far beyond the data (page 100): a torn tail to clear.
 	patchFile(t, mmap.OSFS{}, seg, DefaultUnitsPerFile*UnitSize, func(b []byte) {
 		encodeUnit(b[100*4096:], unitFor(9))
 	})
-	require.Equal(t, int64(2*4096), diskBytes(t, seg))
+	require.Equal(t, int64(2*4096), testkit.DiskUsage(t, seg))
 
 	s = openStore(t, opts)
 	q := mustQueue(t, s, "T", 0)
@@ -99,7 +84,7 @@ func TestReopenedQueueStaysSparse(t *testing.T) {
 	require.NoError(t, q.TruncateByPhysical(unitFor(250).Offset))
 	appendN(t, q, 250, 260)
 	require.NoError(t, s.Close())
-	require.Equal(t, int64(3*4096), diskBytes(t, seg), "pages 0 and 1, and the one that held garbage")
+	require.Equal(t, int64(3*4096), testkit.DiskUsage(t, seg), "pages 0 and 1, and the one that held garbage")
 
 	s = openStore(t, opts)
 	require.Equal(t, units(0, 260), readAll(t, mustQueue(t, s, "T", 0)))
@@ -114,7 +99,7 @@ func TestAppendFailsWhenDiskIsFull(t *testing.T) {
 	s := openStore(t, testOpts(mem, "/store/consumequeue", 1000)) // 20,000-byte segments
 	q := mustQueue(t, s, "T", 0)
 	appendN(t, q, 0, 1)
-	mem.SetCapacity(memUsed(t, mem)) // nothing more fits
+	mem.SetCapacity(testkit.Used(t, mem)) // nothing more fits
 
 	// Units 1..203 fit in the first page; unit 204 crosses into the second.
 	appendN(t, q, 1, 204)
@@ -127,7 +112,7 @@ func TestAppendFailsWhenDiskIsFull(t *testing.T) {
 
 	mem.SetCapacity(0)
 	appendN(t, q, 204, 1000) // the rest of the segment
-	mem.SetCapacity(memUsed(t, mem))
+	mem.SetCapacity(testkit.Used(t, mem))
 	err = q.Append(1000, unitFor(1000)) // a new segment: created, but no room for its units
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	require.Equal(t, int64(1000), q.MaxOffset())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/remoting"
 )
 
@@ -151,7 +152,7 @@ func TestAuthenticatedReplication(t *testing.T) {
 	bad := openLog(t, t.TempDir(), testSegSize)
 	defer func() { require.NoError(t, bad.Close()) }()
 	sb := newAuthSlave(t, bad, m.Addr().String(), acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "wrong-secret"}, "broker-a", nil)
-	waitFor(t, 5*time.Second, "a refusal", func() bool { return sb.LastError() != nil })
+	testkit.Eventually(t, 5*time.Second, func() bool { return sb.LastError() != nil }, "a refusal")
 	require.ErrorIs(t, sb.LastError(), errMasterBehind, "closed before the first frame")
 	require.NoError(t, sb.Close())
 	require.Zero(t, sb.Frames())
@@ -161,7 +162,7 @@ func TestAuthenticatedReplication(t *testing.T) {
 	defer func() { require.NoError(t, sl.Close()) }()
 	s := newAuthSlave(t, sl, m.Addr().String(), admin, "broker-a", nil)
 	defer func() { require.NoError(t, s.Close()) }()
-	waitFor(t, 5*time.Second, "slave caught up", func() bool { return m.SlaveAckOffset() == ml.MaxOffset() })
+	testkit.Eventually(t, 5*time.Second, func() bool { return m.SlaveAckOffset() == ml.MaxOffset() }, "slave caught up")
 	require.Equal(t, 1, m.SlaveCount())
 	require.Equal(t, 50, countRecords(t, sl))
 }
@@ -179,7 +180,7 @@ func TestUnauthenticatedMasterServesBoth(t *testing.T) {
 	defer func() { require.NoError(t, sl.Close()) }()
 	s := newAuthSlave(t, sl, m.Addr().String(), admin, "any-name", nil)
 	defer func() { require.NoError(t, s.Close()) }()
-	waitFor(t, 5*time.Second, "slave with a hello caught up", func() bool { return sl.ReplicaOffset() == ml.MaxOffset() })
+	testkit.Eventually(t, 5*time.Second, func() bool { return sl.ReplicaOffset() == ml.MaxOffset() }, "slave with a hello caught up")
 }
 
 // testServerTLS is a self-signed certificate for 127.0.0.1.
@@ -215,7 +216,7 @@ func TestTLSReplication(t *testing.T) {
 	defer func() { require.NoError(t, sl.Close()) }()
 	s := newAuthSlave(t, sl, m.Addr().String(), admin, "broker-a", client)
 	defer func() { require.NoError(t, s.Close()) }()
-	waitFor(t, 5*time.Second, "TLS slave caught up", func() bool { return m.SlaveAckOffset() == ml.MaxOffset() })
+	testkit.Eventually(t, 5*time.Second, func() bool { return m.SlaveAckOffset() == ml.MaxOffset() }, "TLS slave caught up")
 	require.Equal(t, 30, countRecords(t, sl))
 
 	pm := newAuthMaster(t, ml, &remoting.TLSConfig{Mode: remoting.TLSPermissive, Config: srv})

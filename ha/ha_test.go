@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 func TestReplicateWhileAppending(t *testing.T) {
@@ -73,7 +74,7 @@ func TestSlaveRestartContinues(t *testing.T) {
 
 	sl := openLog(t, sdir, testSegSize)
 	s := newSlave(t, sl, m.Addr().String())
-	waitFor(t, 10*time.Second, "first half", func() bool { return sl.MaxOffset() == ml.MaxOffset() })
+	testkit.Eventually(t, 10*time.Second, func() bool { return sl.MaxOffset() == ml.MaxOffset() }, "first half")
 	require.NoError(t, s.Close())
 	require.NoError(t, sl.Close())
 
@@ -99,17 +100,16 @@ func TestConnectionCutMidFrame(t *testing.T) {
 	appendN(t, ml, 0, 800, 700)
 	m := newMaster(t, ml)
 	defer func() { require.NoError(t, m.Close()) }()
-	p := newProxy(t, m.Addr().String(), 50_001) // every connection dies inside a frame after ~50 KB
-	defer p.close()
-	s := newSlave(t, sl, p.addr())
+	p := testkit.StartProxy(t, m.Addr().String())
+	p.SetCutAfter(50_001) // every connection dies inside a frame after ~50 KB
+	defer p.Close()
+	s := newSlave(t, sl, p.Addr())
 	defer func() { require.NoError(t, s.Close()) }()
 
-	waitFor(t, 5*time.Second, "progress through cuts", func() bool { return sl.ReplicaOffset() > 5*50_000 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return sl.ReplicaOffset() > 5*50_000 }, "progress through cuts")
 	require.Error(t, s.LastError())
-	p.mu.Lock()
-	p.cutAfter = 0
-	p.mu.Unlock()
-	p.cut()
+	p.SetCutAfter(0)
+	p.Cut()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
@@ -133,7 +133,7 @@ func TestWaitAck(t *testing.T) {
 	defer func() { require.NoError(t, sl.Close()) }()
 	s := newSlave(t, sl, m.Addr().String())
 	defer func() { require.NoError(t, s.Close()) }()
-	waitFor(t, 5*time.Second, "slave connected", func() bool { return m.SlaveCount() == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return m.SlaveCount() == 1 }, "slave connected")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
 	require.NoError(t, m.WaitAck(ctx2, ml.MaxOffset()))
@@ -174,9 +174,9 @@ func TestWaitAckEndsWhenLastSlaveLeaves(t *testing.T) {
 
 	a, b := rawSlave(t, m, end), rawSlave(t, m, end)
 	defer func() { _ = a.Close(); _ = b.Close() }()
-	waitFor(t, 5*time.Second, "two slaves acknowledging the log", func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		return m.SlaveCount() == 2 && m.SlaveAckOffset() == end
-	})
+	}, "two slaves acknowledging the log")
 	appendN(t, ml, 10, 1, 100) // never acknowledged
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -184,7 +184,7 @@ func TestWaitAckEndsWhenLastSlaveLeaves(t *testing.T) {
 	go func() { done <- m.WaitAck(ctx, ml.MaxOffset()) }()
 
 	require.NoError(t, a.Close())
-	waitFor(t, 5*time.Second, "one slave left", func() bool { return m.SlaveCount() == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return m.SlaveCount() == 1 }, "one slave left")
 	select {
 	case err := <-done:
 		t.Fatalf("WaitAck returned with a slave still connected: %v", err)
@@ -223,7 +223,7 @@ func TestMasterBehindSlave(t *testing.T) {
 	require.Greater(t, ml.MaxOffset(), slaveEnd)
 	require.False(t, s.Connected())
 	require.Equal(t, slaveEnd, sl.MaxOffset(), "the slave's log is untouched")
-	waitFor(t, 5*time.Second, "the master forgets the refused slave", func() bool { return len(m.Slaves()) == 0 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(m.Slaves()) == 0 }, "the master forgets the refused slave")
 }
 
 // A slave whose disk fills keeps what it has (a valid prefix), reports the error, does
@@ -248,7 +248,7 @@ func TestSlaveDiskFull(t *testing.T) {
 	defer func() { require.NoError(t, m.Close()) }()
 	s := newSlave(t, sl, m.Addr().String())
 	defer func() { require.NoError(t, s.Close()) }()
-	waitFor(t, 10*time.Second, "the disk-full error", func() bool { return errors.Is(s.LastError(), mmap.ErrNoSpace) })
+	testkit.Eventually(t, 10*time.Second, func() bool { return errors.Is(s.LastError(), mmap.ErrNoSpace) }, "the disk-full error")
 	have := sl.MaxOffset()
 	require.LessOrEqual(t, have, int64(testSegSize), "nothing beyond the first segment")
 	requirePrefix(t, mdir, sdir, testSegSize, have)
@@ -281,7 +281,7 @@ func TestMasterRestartSlaveReconnects(t *testing.T) {
 	require.NoError(t, waitAck(ctx, m, ml.MaxOffset()))
 	require.NoError(t, m.Close())
 	require.NoError(t, ml.Close())
-	waitFor(t, 5*time.Second, "the slave notices", func() bool { return !s.Connected() })
+	testkit.Eventually(t, 5*time.Second, func() bool { return !s.Connected() }, "the slave notices")
 
 	ml = openLog(t, mdir, testSegSize)
 	defer func() { require.NoError(t, ml.Close()) }()

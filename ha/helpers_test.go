@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,17 +128,6 @@ func waitAck(ctx context.Context, m *Master, off int64) error {
 	}
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // requirePrefix checks that the slave's segment files equal the master's up to upTo.
 func requirePrefix(t testing.TB, mdir, sdir string, segSize, upTo int64) {
 	t.Helper()
@@ -166,70 +153,6 @@ func countRecords(t testing.TB, l *commitlog.Log) int {
 	}
 	require.NoError(t, it.Err())
 	return n
-}
-
-// proxy forwards 127.0.0.1 connections to target; cut closes the current ones.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-	// cutAfter, when > 0, closes a connection after that many master → slave bytes.
-	cutAfter int64
-}
-
-func newProxy(t testing.TB, target string, cutAfter int64) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target, cutAfter: cutAfter}
-	p.wg.Go(p.accept)
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		u, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, u)
-		limit := p.cutAfter
-		p.mu.Unlock()
-		p.wg.Go(func() { _, _ = io.Copy(u, c); _ = u.Close(); _ = c.Close() })
-		p.wg.Go(func() {
-			if limit > 0 {
-				_, _ = io.CopyN(c, u, limit) // then cut, mid-frame in general
-			} else {
-				_, _ = io.Copy(c, u)
-			}
-			_ = u.Close()
-			_ = c.Close()
-		})
-	}
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) close() {
-	_ = p.ln.Close()
-	p.cut()
-	p.wg.Wait()
 }
 
 // requirePrefixFrom checks that b holds a's bytes in [from, upTo), read through views.

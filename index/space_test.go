@@ -10,23 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
-
-// memUsed is the space a MemFS counts as used: allocated bytes.
-func memUsed(t *testing.T, mem *mmap.MemFS) int64 {
-	t.Helper()
-	total, free, err := mem.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
 
 // onlyFile is the path of the one index file in dir.
 func onlyFile(t *testing.T, fsys mmap.FS, dir string) string {
@@ -55,7 +40,7 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 		size, err := mmap.OSFS{}.Size(path)
 		require.NoError(t, err)
 		require.Equal(t, int64(420_000_040), size)
-		used := diskBytes(t, path)
+		used := testkit.DiskUsage(t, path)
 		require.LessOrEqual(t, used, bound)
 		t.Logf("an index file with %d keys takes %d KiB on disk", keys, used>>10)
 
@@ -67,7 +52,7 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 			require.NoError(t, x.Put(fmt.Sprintf("T#key-%d", i), int64(i)*100, baseTime.UnixMilli()))
 		}
 		require.NoError(t, x.Close())
-		require.LessOrEqual(t, diskBytes(t, path), bound)
+		require.LessOrEqual(t, testkit.DiskUsage(t, path), bound)
 		x = openIndex(t, opts)
 		for i := range keys {
 			got, err := x.Query(fmt.Sprintf("T#key-%d", i), 10, 0, math.MaxInt64)
@@ -83,12 +68,12 @@ func TestIndexSpaceProportionalToKeys(t *testing.T) {
 			require.NoError(t, x.Put(fmt.Sprintf("T#key-%d", i), int64(i)*100, baseTime.UnixMilli()))
 		}
 		require.NoError(t, x.Flush())
-		require.LessOrEqual(t, memUsed(t, mem), bound)
+		require.LessOrEqual(t, testkit.Used(t, mem), bound)
 		// Many keys: never more than the slot table plus about twice the entries.
 		putMsgs(t, x, genMsgs(20_000, 5000, 3), 2000)
 		require.NoError(t, x.Flush())
 		entries := int64(x.Files()[0].IndexCount) * EntrySize
-		require.LessOrEqual(t, memUsed(t, mem), 100_000*SlotSize+2*entries+2*4096)
+		require.LessOrEqual(t, testkit.Used(t, mem), 100_000*SlotSize+2*entries+2*4096)
 	})
 }
 
@@ -115,7 +100,7 @@ func TestPutFailsWhenDiskIsFull(t *testing.T) {
 
 	mem.SetCapacity(0)
 	require.NoError(t, x.Put("T#a", 100, baseTime.UnixMilli()))
-	mem.SetCapacity(memUsed(t, mem))
+	mem.SetCapacity(testkit.Used(t, mem))
 	var same, other string
 	for i := 0; same == "" || other == ""; i++ {
 		k := fmt.Sprintf("T#k%d", i)

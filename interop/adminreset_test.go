@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/testutil"
@@ -82,7 +83,7 @@ func TestAdminCallsReachOfficialConsumer(t *testing.T) {
 	// them back at the offsets the broker then answers, so a loaded machine can take a
 	// while. On failure the message shows what the broker held meanwhile and where the
 	// consumer's queues stand.
-	if !pollUntil(120*time.Second, func() bool {
+	if !testkit.Until(120*time.Second, time.Millisecond, func() bool {
 		for _, b := range sent {
 			if rec.count(b) < 2 {
 				return false
@@ -159,19 +160,6 @@ func resetMoment(started, now time.Time) time.Time {
 		at = at.Add(goClientPersistEvery)
 	}
 	return at
-}
-
-// pollUntil polls cond every millisecond until it holds (true) or timeout passes (false),
-// for waits whose failure message needs what was seen meanwhile.
-func pollUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
 }
 
 // offsetWatch records every change of a group's committed offsets on the broker, polled

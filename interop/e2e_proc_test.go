@@ -3,25 +3,21 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -32,12 +28,15 @@ type ferryProc struct {
 	namesrvAddr string
 	brokerAddr  string
 	pprofAddr   string // empty: no --pprof-listen
-	log         *tailBuffer
+	log         *testkit.Buffer
 	exited      chan struct{} // closed once cmd.Wait has returned
 	waitErr     error         // cmd.Wait's result, read after exited is closed
 }
 
-// startFerryProcess builds cmd/ferry into a temporary directory, starts it in standalone
+// ferryPkg is the package of the ferry program the process tests start (testkit.Binary).
+const ferryPkg = "github.com/ferrymq/ferry/cmd/ferry"
+
+// startFerryProcess builds cmd/ferry (once per test process), starts it in standalone
 // mode (async flush, its own data directory and free loopback ports, --pprof-listen when
 // withPprof) and waits until the name server answers the route of the broker's default
 // topic, that is until the broker has registered. The process is stopped with SIGTERM at
@@ -45,15 +44,11 @@ type ferryProc struct {
 func startFerryProcess(tb testing.TB, withPprof bool) *ferryProc {
 	tb.Helper()
 	dir := tb.TempDir()
-	bin := filepath.Join(dir, "ferry")
-	build := exec.Command("go", "build", "-o", bin, "github.com/ferrymq/ferry/cmd/ferry")
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("go build cmd/ferry: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(tb, ferryPkg)
 	p := &ferryProc{
-		namesrvAddr: freeLoopbackAddr(tb),
-		brokerAddr:  freeLoopbackAddr(tb),
-		log:         &tailBuffer{max: 16 << 10},
+		namesrvAddr: testkit.FreeAddr(tb),
+		brokerAddr:  testkit.FreeAddr(tb),
+		log:         &testkit.Buffer{Max: 16 << 10},
 		exited:      make(chan struct{}),
 	}
 	args := []string{
@@ -62,7 +57,7 @@ func startFerryProcess(tb testing.TB, withPprof bool) *ferryProc {
 		"--log-level", "warn",
 	}
 	if withPprof {
-		p.pprofAddr = freeLoopbackAddr(tb)
+		p.pprofAddr = testkit.FreeAddr(tb)
 		args = append(args, "--pprof-listen", p.pprofAddr)
 	}
 	p.cmd = exec.Command(bin, args...)
@@ -144,22 +139,8 @@ func (p *ferryProc) stop(tb testing.TB) {
 // gives up after timeout, logging it.
 func (p *ferryProc) waitIdle(tb testing.TB, timeout time.Duration) {
 	tb.Helper()
-	const window, limit = 200 * time.Millisecond, 10 * time.Millisecond
-	deadline := time.Now().Add(timeout)
-	quiet := 0
-	for last := p.cpu(tb); quiet < 2; {
-		if time.Now().After(deadline) {
-			tb.Logf("ferry still busy after %s; measuring anyway", timeout)
-			return
-		}
-		time.Sleep(window)
-		now := p.cpu(tb)
-		if now-last < limit {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = now
+	if !testkit.WaitIdle(timeout, func() time.Duration { return p.cpu(tb) }) {
+		tb.Logf("ferry still busy after %s; measuring anyway", timeout)
 	}
 }
 
@@ -183,24 +164,7 @@ func (p *ferryProc) cpu(tb testing.TB) time.Duration {
 // ticks (USER_HZ, 100 on Linux: 10 ms resolution).
 func (p *ferryProc) cpuTicks(tb testing.TB) (user, sys time.Duration) {
 	tb.Helper()
-	pid := p.cmd.Process.Pid
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// utime and stime are fields 14 and 15 of the line, the 12th and 13th after the
-	// parenthesised command name.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		tb.Fatalf("unexpected /proc/%d/stat: %q", pid, stat)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		tb.Fatal(err)
-	}
-	const tick = time.Second / 100
-	return time.Duration(utime) * tick, time.Duration(stime) * tick
+	return testkit.CPUTicks(tb, p.cmd.Process.Pid)
 }
 
 // selfCPU returns the CPU time this process has used so far.
@@ -235,65 +199,7 @@ func (p *ferryProc) fetchPprof(path, file string) error {
 	return os.WriteFile(file, data, 0o600)
 }
 
-// freeLoopbackAddr returns a loopback address whose port was free a moment ago.
-func freeLoopbackAddr(tb testing.TB) string {
-	tb.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.addrs == nil {
-		handedOut.addrs = make(map[string]bool)
-	}
-	for range 1000 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		if err := ln.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		if !handedOut.addrs[addr] {
-			handedOut.addrs[addr] = true
-			return addr
-		}
-	}
-	tb.Fatal("no unused loopback port in 1000 tries")
-	return ""
-}
-
 // haOnAnyPort lets a child broker's HA listener take any free port instead of its listen
 // port + 1, which under connection churn is often held by a client socket (Linux hands
 // even ports to connect and odd ones to bind(0)).
 const haOnAnyPort = "FERRY_BROKER_HA_LISTEN=127.0.0.1:0"
-
-// handedOut holds the addresses freeLoopbackAddr returned: the kernel may give a port
-// that was just closed out again, and two servers of one test (a broker's listen and HA
-// ports) must never get the same one.
-var handedOut struct {
-	sync.Mutex
-	addrs map[string]bool
-}
-
-// tailBuffer is an io.Writer, safe for concurrent use, that keeps the last max bytes
-// written: the child's log, shown when something fails.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}

@@ -1,44 +1,36 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/testutil"
 )
-
-// ferryTxChildEnv makes the test binary a process with Ferry's transactional producer
-// that sends half messages whose local transactions never finish, prints SENT once every
-// one of them is stored, and waits to be killed.
-const ferryTxChildEnv = "FERRY_FERRYTX_CHILD_NAMESRV"
 
 const (
 	ferryTxGroup = "ferrytx-kill-pg"
 	ferryTxTopic = "FerryTxKillTopic"
 )
 
-// ferryTxChildMain is the child side of TestFerryTxSurviveProducerKill; it returns false
-// when the process is not that child.
-func ferryTxChildMain() bool {
-	ns := os.Getenv(ferryTxChildEnv)
-	if ns == "" {
-		return false
-	}
-	n, _ := strconv.Atoi(os.Getenv(ferryTxChildEnv + "_N"))
+// ferryTxChild is the child side of TestFerryTxSurviveProducerKill (args: the name
+// server's address and a count n): a process with Ferry's transactional producer that
+// sends n half messages whose local transactions never finish, prints SENT once every one
+// of them is stored, and waits to be killed.
+func ferryTxChild(args []string) {
+	ns := args[0]
+	n, _ := strconv.Atoi(args[1])
 	if err := runFerryTxChild(ns, n); err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
@@ -46,7 +38,6 @@ func ferryTxChildMain() bool {
 	fmt.Println("SENT")
 	<-time.After(2 * time.Minute) // the test kills it long before; never outlive it for long
 	os.Exit(3)
-	return true
 }
 
 // runFerryTxChild sends n transactions concurrently and returns once all their half
@@ -125,34 +116,9 @@ func TestFerryTxSurviveProducerKill(t *testing.T) {
 	c := testutil.StartCluster(t, txClusterOptions())
 	createTopic(t, c, ferryTxTopic, 4)
 	const n = 40
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), ferryTxChildEnv+"="+c.NamesrvAddr, ferryTxChildEnv+"_N="+strconv.Itoa(n))
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	select {
-	case line := <-lines:
-		require.Equal(t, "SENT", line, "child output")
-	case <-time.After(60 * time.Second):
-		t.Fatal("the child did not report its half messages stored")
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	<-exited
+	child := testkit.StartChild(t, "ferrytx", c.NamesrvAddr, strconv.Itoa(n))
+	require.Equal(t, "SENT", child.Line(t, 60*time.Second), "child output")
+	child.Kill(t)
 
 	cl, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithInstanceName(instance("ferrytx-decider")))
 	require.NoError(t, err)

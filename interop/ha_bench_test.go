@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -24,7 +25,7 @@ import (
 // drain-ms, the time from the last acknowledgement until both slaves have acknowledged
 // their master's end. Run with -benchtime=Nx (say 500000x): every size starts a cluster.
 func BenchmarkTwoMastersTwoSlaves(b *testing.B) {
-	bin := haBuildFerry(b)
+	bin := testkit.Binary(b, ferryPkg)
 	for _, mode := range []struct{ name, role string }{{"sync", "SYNC_MASTER"}, {"async", "ASYNC_MASTER"}} {
 		b.Run(mode.name, func(b *testing.B) {
 			benchTwoGroups(b, bin, mode.role)

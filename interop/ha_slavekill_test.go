@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -38,10 +39,10 @@ func TestSyncMasterSlaveKillNoDuplicates(t *testing.T) {
 		senders = 8
 	)
 	c := newHACluster(t, "")
-	m := &haBroker{name: "broker-a", role: "SYNC_MASTER", listen: freeLoopbackAddr(t), haListen: freeLoopbackAddr(t),
+	m := &haBroker{name: "broker-a", role: "SYNC_MASTER", listen: testkit.FreeAddr(t), haListen: testkit.FreeAddr(t),
 		dataDir: filepath.Join(c.dir, "broker-a-m")}
 	c.startBroker(t, m)
-	s := &haBroker{name: "broker-a", id: 1, role: "SLAVE", listen: freeLoopbackAddr(t), haMaster: m.haListen,
+	s := &haBroker{name: "broker-a", id: 1, role: "SLAVE", listen: testkit.FreeAddr(t), haMaster: m.haListen,
 		dataDir: filepath.Join(c.dir, "broker-a-s")}
 	c.startBroker(t, s)
 	slaves := func() string {

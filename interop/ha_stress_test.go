@@ -24,10 +24,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
-	"github.com/ferrymq/ferry/testutil"
 )
 
 // Master–slave replication with real processes: `ferry namesrv` and `ferry broker`
@@ -43,17 +43,6 @@ const haSegmentSize = 64 << 20
 
 // haBodySize is the body size of the messages these tests send.
 const haBodySize = 1 << 10
-
-// haBuildFerry builds cmd/ferry into a temporary directory of tb.
-func haBuildFerry(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "ferry")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/ferrymq/ferry/cmd/ferry").CombinedOutput()
-	if err != nil {
-		tb.Fatalf("go build cmd/ferry: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // haBroker describes one broker child.
 type haBroker struct {
@@ -80,9 +69,9 @@ type haCluster struct {
 func newHACluster(tb testing.TB, bin string) *haCluster {
 	tb.Helper()
 	if bin == "" {
-		bin = haBuildFerry(tb)
+		bin = testkit.Binary(tb, ferryPkg)
 	}
-	c := &haCluster{bin: bin, dir: tb.TempDir(), nsAddr: freeLoopbackAddr(tb)}
+	c := &haCluster{bin: bin, dir: tb.TempDir(), nsAddr: testkit.FreeAddr(tb)}
 	opts := remoting.DefaultClientOptions()
 	opts.RequestTimeout = 2 * time.Second
 	rc, err := remoting.NewClient(opts)
@@ -108,7 +97,7 @@ func (c *haCluster) start(tb testing.TB, kind, name, cfg string) *ferryProc {
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	p := &ferryProc{namesrvAddr: c.nsAddr, log: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
+	p := &ferryProc{namesrvAddr: c.nsAddr, log: &testkit.Buffer{Max: 16 << 10}, exited: make(chan struct{})}
 	p.cmd = exec.Command(c.bin, kind, "--config", file)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -158,10 +147,10 @@ func (c *haCluster) startBroker(tb testing.TB, b *haBroker) {
 // counts the slave. It returns master and slave.
 func (c *haCluster) startGroup(tb testing.TB, name, role string, slaveTO time.Duration, proxy func(masterHA string) string) (*haBroker, *haBroker) {
 	tb.Helper()
-	m := &haBroker{name: name, role: role, listen: freeLoopbackAddr(tb), haListen: freeLoopbackAddr(tb),
+	m := &haBroker{name: name, role: role, listen: testkit.FreeAddr(tb), haListen: testkit.FreeAddr(tb),
 		dataDir: filepath.Join(c.dir, name+"-m"), slaveTO: slaveTO}
 	c.startBroker(tb, m)
-	s := &haBroker{name: name, id: 1, role: "SLAVE", listen: freeLoopbackAddr(tb), dataDir: filepath.Join(c.dir, name+"-s")}
+	s := &haBroker{name: name, id: 1, role: "SLAVE", listen: testkit.FreeAddr(tb), dataDir: filepath.Join(c.dir, name+"-s")}
 	if proxy != nil {
 		s.haMaster = proxy(m.haListen)
 	}
@@ -228,17 +217,19 @@ func (c *haCluster) createTopic(tb testing.TB, topic string) {
 // exits.
 func haEventually(tb testing.TB, timeout time.Duration, p *ferryProc, cond func() bool, what string) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	held := testkit.Until(timeout, 20*time.Millisecond, func() bool {
+		if cond() {
+			return true
+		}
 		select {
 		case <-p.exited:
 			tb.Fatalf("%s: ferry exited: %v\n%s", what, p.waitErr, p.log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %s\n%s", what, timeout, p.log)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !held {
+		tb.Fatalf("%s: not within %s\n%s", what, timeout, p.log)
 	}
 }
 
@@ -554,7 +545,7 @@ func TestSyncMasterKillLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes; -short")
 	}
-	bin := haBuildFerry(t)
+	bin := testkit.Binary(t, ferryPkg)
 	rounds := haRounds(t)
 	var total int
 	for r := range rounds {
@@ -624,10 +615,10 @@ func TestSyncMasterPartition(t *testing.T) {
 		t.Skip("starts processes; -short")
 	}
 	c := newHACluster(t, "")
-	var proxy *testutil.Proxy
+	var proxy *testkit.Proxy
 	const topic = "HAPartition"
 	m, s := c.startGroup(t, "broker-a", "SYNC_MASTER", 500*time.Millisecond, func(masterHA string) string {
-		proxy = testutil.StartProxy(t, masterHA)
+		proxy = testkit.StartProxy(t, masterHA)
 		return proxy.Addr()
 	})
 	c.createTopic(t, topic)

@@ -16,15 +16,14 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/testutil"
 )
 
 func TestMain(m *testing.M) {
 	rlog.SetLogLevel("fatal")
-	if txChildMain() || ferryTxChildMain() {
-		return
-	}
-	os.Exit(m.Run())
+	testkit.RunChildRole(map[string]func([]string){"tx": txChild, "ferrytx": ferryTxChild})
+	os.Exit(testkit.Main(m).Run())
 }
 
 // seq numbers client instances so each gets its own client object in the Go client.

@@ -1,15 +1,12 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,20 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/testutil"
 )
 
-// txChildEnv makes the test binary a transactional producer that sends half messages,
+// txChild is the child side of TestTransactionsSurviveProducerKill (args: the name
+// server's address and a count n): a transactional producer that sends n half messages,
 // answers UNKNOWN for all of them, prints SENT and waits to be killed.
-const txChildEnv = "FERRY_TX_CHILD_NAMESRV"
-
-// txChildMain is the child side of TestTransactionsSurviveProducerKill.
-func txChildMain() bool {
-	ns := os.Getenv(txChildEnv)
-	if ns == "" {
-		return false
-	}
-	n, _ := strconv.Atoi(os.Getenv(txChildEnv + "_N"))
+func txChild(args []string) {
+	ns := args[0]
+	n, _ := strconv.Atoi(args[1])
 	p, err := rocketmq.NewTransactionProducer(unknownListener{},
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		producer.WithGroupName("tx-kill-pg"), producer.WithInstanceName("tx-child"))
@@ -137,16 +130,9 @@ func txClusterOptions() testutil.Option {
 func TestTransactionsSurviveProducerKill(t *testing.T) {
 	c := testutil.StartCluster(t, txClusterOptions())
 	const n = 40
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), txChildEnv+"="+c.NamesrvAddr, txChildEnv+"_N="+strconv.Itoa(n))
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(out)
-	require.True(t, sc.Scan())
-	require.Equal(t, "SENT", sc.Text())
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	child := testkit.StartChild(t, "tx", c.NamesrvAddr, strconv.Itoa(n))
+	require.Equal(t, "SENT", child.Line(t, 60*time.Second), "child output")
+	child.Kill(t)
 
 	l := startDecider(t, c)
 	expectResolved(t, c, "tx-kill-cg", n)

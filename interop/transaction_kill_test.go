@@ -22,6 +22,7 @@ import (
 
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
@@ -55,7 +56,7 @@ const txKillSegmentSize = 64 << 20
 // registered.
 func startTxBroker(t *testing.T, bin, dataDir, nsAddr, brokerAddr string) *ferryProc {
 	t.Helper()
-	p := &ferryProc{namesrvAddr: nsAddr, brokerAddr: brokerAddr, log: &tailBuffer{max: 16 << 10},
+	p := &ferryProc{namesrvAddr: nsAddr, brokerAddr: brokerAddr, log: &testkit.Buffer{Max: 16 << 10},
 		exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "standalone", "--data-dir", dataDir, "--namesrv-listen", nsAddr,
 		"--broker-listen", brokerAddr, "--log-level", "error")
@@ -87,11 +88,9 @@ func startTxBroker(t *testing.T, bin, dataDir, nsAddr, brokerAddr string) *ferry
 // of the seconds before a broker crash are lost with it and those messages come again.
 func TestTransactionsSurviveBrokerKill(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "ferry")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/ferrymq/ferry/cmd/ferry").CombinedOutput()
-	require.NoError(t, err, "go build cmd/ferry: %s", out)
+	bin := testkit.Binary(t, ferryPkg)
 	dataDir := filepath.Join(dir, "data")
-	nsAddr, brokerAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	nsAddr, brokerAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	b := startTxBroker(t, bin, dataDir, nsAddr, brokerAddr)
 
 	const n = 400

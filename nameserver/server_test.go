@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -29,14 +30,7 @@ func startServer(t *testing.T, mutate func(*Options)) *Server {
 	}
 	s, err := New(opts)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
+	remoting.ServeTest(t, s, nil)
 	return s
 }
 
@@ -72,12 +66,6 @@ func registerRequest(t *testing.T, h *protocol.RegisterBrokerRequestHeader, b *p
 
 func routeRequest(topic string) *remoting.Command {
 	return protocol.NewRequest(protocol.GetRouteInfoByTopic, &protocol.GetRouteInfoRequestHeader{Topic: topic})
-}
-
-// eventually polls cond every 10 ms until it holds or 5 s pass.
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	require.Eventually(t, cond, 5*time.Second, 10*time.Millisecond, msg)
 }
 
 func TestServerRegisterAndRoute(t *testing.T) {
@@ -261,7 +249,7 @@ func TestServerRemovesABrokerWhenItsConnectionCloses(t *testing.T) {
 	require.Equal(t, int16(protocol.Success), resp.Code)
 
 	require.NoError(t, broker.Close())
-	eventually(t, func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		_, ok := s.Table().TopicRoute("T")
 		return !ok
 	}, "route removed after the broker's connection closed")
@@ -297,7 +285,7 @@ func TestServerKeepsTheBindingWhenTheBrokersConnectionCloses(t *testing.T) {
 	resp := invoke(t, broker, ns, registerRequest(t, genuine, regBody(1, topicConfig("T", 4, 6))))
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 	require.NoError(t, broker.Close())
-	eventually(t, func() bool { return len(s.Table().Brokers()) == 0 }, "the broker leaves the routes with its connection")
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(s.Table().Brokers()) == 0 }, "the broker leaves the routes with its connection")
 	resp = invoke(t, reader, ns, routeRequest("T"))
 	require.Equal(t, int16(protocol.TopicNotExist), resp.Code)
 
@@ -334,7 +322,7 @@ func TestServerRegistrationRacingItsConnectionClose(t *testing.T) {
 	// Whether each registration was handled before or after its connection
 	// closed, none may survive it. (One condition: a registration handled
 	// late appears and is removed again by its own handler.)
-	eventually(t, func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		return len(s.rs.Channels()) == 0 && len(s.Table().Brokers()) == 0 && len(s.Table().TopicList()) == 0
 	}, "no broker outlives its connection")
 }
@@ -356,7 +344,7 @@ func TestServerExpiresSilentBrokers(t *testing.T) {
 	require.Len(t, s.Table().Brokers(), 2)
 
 	// The connection stays open; only the expiry removes broker-a.
-	eventually(t, func() bool { return len(s.Table().Brokers()) == 1 }, "broker-a expired")
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(s.Table().Brokers()) == 1 }, "broker-a expired")
 	require.Equal(t, map[string]int32{"broker-b": 4}, routeQueues(t, s.Table(), "T"))
 }
 
@@ -387,29 +375,11 @@ func TestServerExpiryUsesTheInjectedClock(t *testing.T) {
 	mu.Lock()
 	now = t0.Add(2*time.Minute + time.Millisecond)
 	mu.Unlock()
-	eventually(t, func() bool { return len(s.Table().Brokers()) == 0 }, "expired by the sweeper")
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(s.Table().Brokers()) == 0 }, "expired by the sweeper")
 }
 
 func TestServerLogsRegistrationChangesAtInfo(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	s := startServer(t, func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.InfoLevel) })
 	c := newClient(t, remoting.SerializeJSON)
 	h := regHeader("c1", "broker-a", "10.0.0.5:10911", 0)

@@ -46,7 +46,7 @@ func keepingServer(t *testing.T, code int16, reuse bool) (invoke func(body []byt
 	} else {
 		require.NoError(t, s.Handle(code, "", keep))
 	}
-	runServer(t, s, nil)
+	ServeTest(t, s, nil)
 	c := testClient(t, nil)
 	return func(body []byte) {
 		req := NewRequest(code, nil)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 // readFrameErr reads one frame from a raw connection; unlike readFrame it may be called
@@ -74,7 +76,7 @@ func TestServerWideRequestBytesLimit(t *testing.T) {
 		frameLen = 1<<20 - 1<<10 // four fit in 4 MiB, five do not
 		conns    = 8
 	)
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	s := testServer(t, func(o *ServerOptions) {
 		o.MaxFrameSize = 1 << 20
 		o.MaxConnRequestBytes = 1 << 20

@@ -1,7 +1,6 @@
 package remoting
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -55,24 +55,8 @@ func testServer(t *testing.T, mutate func(*ServerOptions), handlers map[int16]Ha
 		}
 		require.NoError(t, s.Handle(code, pool, h))
 	}
-	runServer(t, s, nil)
+	ServeTest(t, s, nil)
 	return s
-}
-
-// runServer starts s on ln (nil: a loopback port) and shuts it down at cleanup.
-func runServer(t *testing.T, s *Server, ln net.Listener) {
-	t.Helper()
-	if ln == nil {
-		var err error
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-	}
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
 }
 
 func testClient(t *testing.T, mutate func(*ClientOptions)) *Client {
@@ -649,28 +633,10 @@ func TestUnencodableResponseIsAnsweredWithAnError(t *testing.T) {
 	require.Contains(t, resp.Remark, "header too large")
 }
 
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines to log into.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A TLS client on a plain port is told apart from a garbage frame: the log says TLS is
 // not enabled there, and the connection is closed (the handshake fails at once).
 func TestTLSHandshakeOnPlainPortIsRecognised(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	s := testServer(t, func(o *ServerOptions) { o.Logger = zerolog.New(&logs) }, map[int16]Handler{codeEcho: echo})
 	conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the handshake is meant to fail
 	if err == nil {

@@ -30,6 +30,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client certificate,
@@ -138,7 +139,7 @@ func startServer(t *testing.T, ln net.Listener, mutate func(*ServerOptions), via
 	for code, h := range handlers {
 		require.NoError(t, s.Handle(code, "", h))
 	}
-	runServer(t, s, ln)
+	ServeTest(t, s, ln)
 	return s
 }
 
@@ -294,7 +295,7 @@ func TestTLSModes(t *testing.T) {
 			name += "-plain-via-std"
 		}
 		t.Run(name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testkit.Buffer
 			s := startServer(t, nil, func(o *ServerOptions) {
 				o.Logger = zerolog.New(&logs)
 				o.TLS = pki.serverTLS(tc.mode)
@@ -543,7 +544,7 @@ func TestTLSClientCertificate(t *testing.T) {
 		t.Run("required="+strconv.FormatBool(required), func(t *testing.T) {
 			cfg, err := LoadServerTLS(cert, key, ca, required)
 			require.NoError(t, err)
-			var logs lockedBuffer
+			var logs testkit.Buffer
 			s := startServer(t, nil, func(o *ServerOptions) {
 				o.Logger = zerolog.New(&logs)
 				o.TLS = &TLSConfig{Mode: TLSEnforcing, Config: cfg}

@@ -1,22 +1,20 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/filter"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -189,17 +187,12 @@ func BenchmarkStoreQueryByKey(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
-// recoverChildEnv makes a re-executed test binary fill a store to the given size, print
-// READY and wait to be killed.
-const recoverChildEnv = "FERRY_STORE_RECOVER_CHILD"
-
-// recoverChildMain is the child side of BenchmarkRecoverAfterKill.
-func recoverChildMain() bool {
-	dir := os.Getenv(recoverChildEnv)
-	if dir == "" {
-		return false
-	}
-	size, _ := strconv.ParseInt(os.Getenv(recoverChildEnv+"_BYTES"), 10, 64)
+// recoverChild is the child side of BenchmarkRecoverAfterKill (args: the store's
+// directory and a size in bytes): fill a store to that size, print READY and wait to be
+// killed.
+func recoverChild(args []string) {
+	dir := args[0]
+	size, _ := strconv.ParseInt(args[1], 10, 64)
 	o := DefaultOptions()
 	o.Dir = dir
 	s, err := Open(o)
@@ -229,21 +222,11 @@ func BenchmarkRecoverAfterKill(b *testing.B) {
 		size, _ = strconv.ParseInt(v, 10, 64)
 	}
 	dir := b.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), recoverChildEnv+"="+dir, recoverChildEnv+"_BYTES="+strconv.FormatInt(size, 10))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
+	child := testkit.StartChild(b, "recover", dir, strconv.FormatInt(size, 10))
+	if line := child.Line(b, time.Hour); line != "READY" {
+		b.Fatalf("child: %q", line)
 	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "READY" {
-		b.Fatalf("child: %q", sc.Text())
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	child.Kill(b)
 	b.ResetTimer()
 	for range b.N {
 		o := DefaultOptions()

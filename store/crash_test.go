@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -216,23 +215,23 @@ func TestTornTailAtEveryByte(t *testing.T) {
 	}
 }
 
-// crashChildEnv names the directory a re-executed test binary appends to.
-const crashChildEnv = "FERRY_STORE_CRASH_CHILD"
-
-// crashChildMain runs the child side of the real-crash test when the environment asks
-// for it: append with sync flush forever, printing every durable acknowledgement.
-func crashChildMain() bool {
-	dir := os.Getenv(crashChildEnv)
-	if dir == "" {
-		return false
-	}
-	round := os.Getenv(crashChildEnv + "_ROUND")
+// crashOptions are the options of the store in dir that the real-crash test's child
+// appends to and the test reopens.
+func crashOptions(dir string) Options {
 	o := DefaultOptions()
 	o.Dir = dir
 	o.SegmentSize = 1 << 20
 	o.UnitsPerFile = 1000
 	o.IndexSlots = 1024
 	o.IndexEntries = 4096
+	return o
+}
+
+// crashChild is the child side of the real-crash test (args: the store's directory and
+// the round): append with sync flush forever, printing every durable acknowledgement.
+func crashChild(args []string) {
+	dir, round := args[0], args[1]
+	o := crashOptions(dir)
 	o.FlushMode = commitlog.FlushSync
 	o.CheckpointInterval = 50 * time.Millisecond
 	s, err := Open(o)
@@ -271,34 +270,22 @@ func TestRealCrashKill9(t *testing.T) {
 		rounds = 5
 	}
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashChildEnv+"_ROUND="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(stdout)
+		child := testkit.StartChild(t, "crash", dir, strconv.Itoa(round))
 		want := 20 + rng.IntN(400)
-		for got := 0; got < want && sc.Scan(); got++ {
-			line := sc.Text()
+		for range want {
+			line := child.Line(t, time.Minute)
 			require.True(t, strings.HasPrefix(line, "ACK "), "child said %q", line)
 			acked = append(acked, strings.Fields(line)[1])
 		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
+		child.Kill(t)
 		// Lines the child printed before dying are acknowledgements too.
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "ACK" {
+		for _, line := range child.Rest() {
+			if f := strings.Fields(line); len(f) == 4 && f[0] == "ACK" {
 				acked = append(acked, f[1])
 			}
 		}
 
-		o := DefaultOptions()
-		o.Dir = dir
-		o.SegmentSize = 1 << 20
-		o.UnitsPerFile = 1000
-		o.IndexSlots = 1024
-		o.IndexEntries = 4096
-		s, err := Open(o)
+		s, err := Open(crashOptions(dir))
 		require.NoError(t, err, "round %d", round)
 		present := presentUniqKeys(t, s)
 		for _, k := range acked {

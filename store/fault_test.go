@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,25 +14,8 @@ import (
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// lockedBuffer is a log sink the store's goroutines may write concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // When the checkpoint cannot be replaced, whichever step of the replacement fails, the
 // periodic checkpointer logs the failure and keeps the store running, Shutdown reports it
@@ -45,7 +26,7 @@ func TestCheckpointWriteFailure(t *testing.T) {
 		t.Run(step.String(), func(t *testing.T) {
 			mem := mmap.NewMemFS()
 			efs := mmap.NewErrorFS(mem)
-			var logs lockedBuffer
+			var logs testkit.Buffer
 			o := testOptions(efs, "/store")
 			o.FlushMode = commitlog.FlushSync
 			o.Logger = zerolog.New(&logs)

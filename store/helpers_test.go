@@ -13,13 +13,12 @@ import (
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
 func TestMain(m *testing.M) {
-	if crashChildMain() || recoverChildMain() {
-		return
-	}
+	testkit.RunChildRole(map[string]func([]string){"crash": crashChild, "recover": recoverChild})
 	goleak.VerifyTestMain(m)
 }
 

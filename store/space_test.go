@@ -2,9 +2,6 @@ package store
 
 import (
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,25 +9,8 @@ import (
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/index"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// allocatedBytes sums the disk blocks of the files under dir.
-func allocatedBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var total int64
-	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
-			return err
-		}
-		total += st.Blocks * 512
-		return nil
-	}))
-	return total
-}
 
 // TestManyQueuesTakeLittleSpace is the measurement as a test: one small message to
 // each of 200 topics, with RocketMQ's file sizes for consume queues and the index, must not
@@ -45,7 +25,7 @@ func TestManyQueuesTakeLittleSpace(t *testing.T) {
 	}
 	waitDispatched(t, s)
 	require.NoError(t, s.writeCheckpoint())
-	cq, idx := allocatedBytes(t, o.consumeQueueDir()), allocatedBytes(t, o.indexDir())
+	cq, idx := testkit.DiskUsage(t, o.consumeQueueDir()), testkit.DiskUsage(t, o.indexDir())
 	t.Logf("consume queues %d KiB, index %d KiB", cq>>10, idx>>10)
 	require.Less(t, cq, int64(200*64<<10), "at most a few pages per queue")
 	require.Less(t, idx, int64(4<<20), "index space follows the keys")

@@ -1,7 +1,8 @@
 // Package testutil starts Ferry's servers in-process for tests: a name server and a broker
 // on 127.0.0.1:0 with a temporary data directory, restartable on the same directory and
-// port, optionally a slave of that broker (StartSlave), plus polling helpers so tests
-// never sleep.
+// port, optionally a slave of that broker (StartSlave). What tests of every layer share
+// (polling, child processes, built programs) is in internal/testkit, which this package
+// builds on.
 package testutil
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/store"
@@ -256,14 +258,9 @@ func (c *Cluster) RestartBroker(t testing.TB) {
 	c.startBroker(t, ln)
 }
 
-// Eventually polls cond every millisecond until it holds or timeout passes.
+// Eventually polls cond every millisecond until it holds or timeout passes: it is
+// testkit.Eventually, kept here for the tests that start a cluster.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", timeout, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, timeout, cond, what)
 }

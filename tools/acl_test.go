@@ -3,11 +3,9 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -60,14 +58,7 @@ accounts:
 			}
 			require.NoError(t, s.Handle(int16(code), remoting.DefaultPool, gate.Wrap(code, record)))
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		require.NoError(t, s.Start(ln))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			require.NoError(t, s.Shutdown(ctx))
-		})
+		remoting.ServeTest(t, s, nil)
 		return s.Addr().String()
 	}
 	ok := func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,16 +16,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/testutil"
 )
 
-// TestMain removes the built binary and checks for leaked goroutines; netpoll's pollers
-// (the in-process broker's) stay.
+// TestMain removes the built binary (testkit.Main) and checks for leaked goroutines;
+// netpoll's pollers (the in-process broker's) stay.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	code := testkit.Main(m).Run()
 	if code == 0 {
 		if err := goleak.Find(leaktest.Netpoll()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -37,27 +33,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
-
 // ferryctl builds the real binary once per test process.
 func ferryctl(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "ferryctl-test-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "ferryctl")
-		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/ferrymq/ferry/cmd/ferryctl").CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
+	return testkit.Binary(t, "github.com/ferrymq/ferry/cmd/ferryctl")
 }
 
 // run executes ferryctl with args and returns stdout, stderr and the exit status.

@@ -5,18 +5,18 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 )
 
 // FuzzLoadSubscriptionGroups checks that loading any subscriptionGroup.json
 // never panics, that loaded entries are valid with an int32 counter, and
 // that the table survives a write and a reload unchanged.
 func FuzzLoadSubscriptionGroups(f *testing.F) {
-	for _, name := range []string{"rocketmq4-subscriptionGroup.json", "rocketmq5-subscriptionGroup.json"} {
-		f.Add(readTestdata(f, name))
-	}
+	metafiletest.Seed(f, "rocketmq4-subscriptionGroup.json", "rocketmq5-subscriptionGroup.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Never nil, so that an empty input is written as an empty file.
-		o, _ := testOptions(memFiles(t, append([]byte{}, data...), nil), "/store")
+		o, _ := testOptions(metafiletest.Files(t, groupsPath, append([]byte{}, data...), nil), "/store")
 		m, err := Open(o)
 		if err != nil {
 			require.ErrorIs(t, err, ErrCorrupt)

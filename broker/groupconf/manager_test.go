@@ -3,7 +3,6 @@ package groupconf
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/protocol"
 )
@@ -43,22 +43,6 @@ func openFS(t *testing.T, fsys mmap.FS) *Manager {
 	m, err := Open(o)
 	require.NoError(t, err)
 	return m
-}
-
-// memFiles returns a MemFS holding /store/config, with
-// subscriptionGroup.json and its .bak copy written when main and bak are not
-// nil.
-func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
-	t.Helper()
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	if main != nil {
-		require.NoError(t, fsys.WriteFileAtomic(groupsPath, main))
-	}
-	if bak != nil {
-		require.NoError(t, fsys.WriteFileAtomic(groupsPath+".bak", bak))
-	}
-	return fsys
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -269,61 +253,32 @@ func TestConfigUnmarshalDefaults(t *testing.T) {
 }
 
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o, clk := testOptions(fsys, dir)
-			m, err := Open(o)
-			require.NoError(t, err)
-			_, _, err = m.FindOrCreate("a")
-			require.NoError(t, err)
-			clk.ms.Add(10)
-			c := DefaultConfig("b")
-			c.ConsumeEnable, c.RetryQueueNums, c.WhichBrokerWhenConsumeSlowly = false, 0, 3
-			_, err = m.Update(c)
-			require.NoError(t, err)
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o, clk := testOptions(fsys, dir)
+		m, err := Open(o)
+		require.NoError(t, err)
+		_, _, err = m.FindOrCreate("a")
+		require.NoError(t, err)
+		clk.ms.Add(10)
+		c := DefaultConfig("b")
+		c.ConsumeEnable, c.RetryQueueNums, c.WhichBrokerWhenConsumeSlowly = false, 0, 3
+		_, err = m.Update(c)
+		require.NoError(t, err)
 
-			m2, err := Open(o)
-			require.NoError(t, err)
-			require.Equal(t, m.All(), m2.All())
+		m2, err := Open(o)
+		require.NoError(t, err)
+		require.Equal(t, m.All(), m2.All())
 
-			if fsName == "osfs" {
-				entries, err := os.ReadDir(filepath.Join(dir, "config"))
-				require.NoError(t, err)
-				var names []string
-				for _, e := range entries {
-					names = append(names, e.Name())
-				}
-				require.ElementsMatch(t, []string{"subscriptionGroup.json", "subscriptionGroup.json.bak"}, names,
-					"no temp file is left behind")
-			}
-		})
-	}
-}
-
-// readTestdata returns the contents of testdata/name.
-func readTestdata(tb testing.TB, name string) []byte {
-	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(tb, err)
-	return data
-}
-
-// openGolden opens a Manager on a store whose subscriptionGroup.json is
-// testdata/name; it returns the Manager, the store and the file's contents.
-func openGolden(t *testing.T, name string) (*Manager, *mmap.MemFS, []byte) {
-	t.Helper()
-	golden := readTestdata(t, name)
-	fsys := memFiles(t, golden, nil)
-	return openFS(t, fsys), fsys, golden
+		if _, onDisk := fsys.(mmap.OSFS); onDisk {
+			require.ElementsMatch(t, []string{"subscriptionGroup.json", "subscriptionGroup.json.bak"},
+				metafiletest.DirNames(t, filepath.Join(dir, "config")), "no temp file is left behind")
+		}
+	})
 }
 
 func TestLoadRocketMQ4File(t *testing.T) {
-	m, fsys, golden := openGolden(t, "rocketmq4-subscriptionGroup.json")
+	fsys, golden := metafiletest.Golden(t, groupsPath, "rocketmq4-subscriptionGroup.json")
+	m := openFS(t, fsys)
 	require.Equal(t, protocol.DataVersion{Counter: 4, Timestamp: 1700000000456}, m.DataVersion())
 	require.Equal(t, 4, m.Len())
 
@@ -348,7 +303,8 @@ func TestLoadRocketMQ4File(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	m, _, _ := openGolden(t, "rocketmq5-subscriptionGroup.json")
+	fsys, _ := metafiletest.Golden(t, groupsPath, "rocketmq5-subscriptionGroup.json")
+	m := openFS(t, fsys)
 	require.Equal(t, protocol.DataVersion{StateVersion: 2, Counter: 0, Timestamp: 1757000000000}, m.DataVersion(),
 		"a counter beyond int32 restarts at 0")
 
@@ -388,7 +344,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o, _ := testOptions(memFiles(t, tc.main, tc.bak), "/store")
+			o, _ := testOptions(metafiletest.Files(t, groupsPath, tc.main, tc.bak), "/store")
 			m, err := Open(o)
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 	"github.com/ferrymq/ferry/internal/logging"
 )
 
@@ -53,9 +54,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // the fastjson pre-pass leaves valid JSON alone. Seeds live in
 // testdata/fuzz/FuzzLoadOffsets and include the golden files.
 func FuzzLoadOffsets(f *testing.F) {
-	for _, name := range []string{"rocketmq4-consumerOffset.json", "rocketmq5-consumerOffset.json"} {
-		f.Add(readTestdata(f, name))
-	}
+	metafiletest.Seed(f, "rocketmq4-consumerOffset.json", "rocketmq5-consumerOffset.json")
 	log := logging.Nop()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if json.Valid(data) {

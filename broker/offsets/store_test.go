@@ -2,7 +2,6 @@ package offsets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ferrymq/ferry/broker/internal/metafile"
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 	"github.com/ferrymq/ferry/internal/mmap"
 )
 
@@ -38,39 +38,6 @@ func openStore(t *testing.T, o Options) *Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// memFiles returns a MemFS holding /store/config, with consumerOffset.json
-// and its .bak copy written when main and bak are not nil.
-func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
-	t.Helper()
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	if main != nil {
-		require.NoError(t, fsys.WriteFileAtomic(offsetsPath, main))
-	}
-	if bak != nil {
-		require.NoError(t, fsys.WriteFileAtomic(offsetsPath+".bak", bak))
-	}
-	return fsys
-}
-
-// readTestdata returns the contents of testdata/name.
-func readTestdata(tb testing.TB, name string) []byte {
-	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(tb, err)
-	return data
-}
-
-// openGolden opens a Store on a store whose consumerOffset.json is
-// testdata/name; it returns the Store, the file system and the file's
-// contents.
-func openGolden(t *testing.T, name string) (*Store, *mmap.MemFS, []byte) {
-	t.Helper()
-	golden := readTestdata(t, name)
-	fsys := memFiles(t, golden, nil)
-	return openStore(t, testOptions(fsys, "/store")), fsys, golden
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -151,35 +118,26 @@ func TestListingAndDeletion(t *testing.T) {
 }
 
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o := testOptions(fsys, dir)
-			s, err := Open(o)
-			require.NoError(t, err)
-			s.Commit("cg", "TopicTest", 0, 250)
-			s.Commit("cg", "TopicTest", 3, 1<<40)
-			s.Commit("cg", "%RETRY%cg", 0, 0)
-			s.Commit("g2", "T", 1023, 9)
-			want := s.Snapshot()
-			require.NoError(t, s.Close())
-			require.NoError(t, s.Close(), "Close is idempotent")
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o := testOptions(fsys, dir)
+		s, err := Open(o)
+		require.NoError(t, err)
+		s.Commit("cg", "TopicTest", 0, 250)
+		s.Commit("cg", "TopicTest", 3, 1<<40)
+		s.Commit("cg", "%RETRY%cg", 0, 0)
+		s.Commit("g2", "T", 1023, 9)
+		want := s.Snapshot()
+		require.NoError(t, s.Close())
+		require.NoError(t, s.Close(), "Close is idempotent")
 
-			s2 := openStore(t, o)
-			require.Equal(t, want, s2.Snapshot())
+		s2 := openStore(t, o)
+		require.Equal(t, want, s2.Snapshot())
 
-			if fsName == "osfs" {
-				entries, err := os.ReadDir(filepath.Join(dir, "config"))
-				require.NoError(t, err)
-				require.Len(t, entries, 1, "only consumerOffset.json; no temp file")
-				require.Equal(t, "consumerOffset.json", entries[0].Name())
-			}
-		})
-	}
+		if _, onDisk := fsys.(mmap.OSFS); onDisk {
+			require.Equal(t, []string{"consumerOffset.json"}, metafiletest.DirNames(t, filepath.Join(dir, "config")),
+				"only consumerOffset.json; no temp file")
+		}
+	})
 }
 
 func TestWrittenFileIsValidJSONInRocketMQShape(t *testing.T) {
@@ -205,7 +163,8 @@ func TestWrittenFileIsValidJSONInRocketMQShape(t *testing.T) {
 }
 
 func TestLoadRocketMQ4FileWithBareKeys(t *testing.T) {
-	s, fsys, golden := openGolden(t, "rocketmq4-consumerOffset.json")
+	fsys, golden := metafiletest.Golden(t, offsetsPath, "rocketmq4-consumerOffset.json")
+	s := openStore(t, testOptions(fsys, "/store"))
 	require.Equal(t, map[Key]int64{
 		{Group: "cg", Topic: "%RETRY%cg", QueueID: 0}:   0,
 		{Group: "cg", Topic: "TopicTest", QueueID: 0}:   250,
@@ -231,7 +190,8 @@ func TestLoadRocketMQ4FileWithBareKeys(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	s, _, _ := openGolden(t, "rocketmq5-consumerOffset.json")
+	fsys, _ := metafiletest.Golden(t, offsetsPath, "rocketmq5-consumerOffset.json")
+	s := openStore(t, testOptions(fsys, "/store"))
 	require.Equal(t, map[Key]int64{
 		{Group: "cg5", Topic: "TopicA", QueueID: 0}: 100,
 		{Group: "cg5", Topic: "TopicA", QueueID: 1}: 101,
@@ -257,7 +217,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Open(testOptions(memFiles(t, tc.main, tc.bak), "/store"))
+			s, err := Open(testOptions(metafiletest.Files(t, offsetsPath, tc.main, tc.bak), "/store"))
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)
 				return

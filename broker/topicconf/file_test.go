@@ -2,84 +2,44 @@ package topicconf
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/protocol"
 )
 
 const topicsPath = "/store/config/topics.json"
 
-// memFiles returns a MemFS holding /store/config, with topics.json and its
-// .bak copy written when main and bak are not nil.
-func memFiles(t *testing.T, main, bak []byte) *mmap.MemFS {
-	t.Helper()
-	fsys := mmap.NewMemFS()
-	require.NoError(t, fsys.MkdirAll("/store/config"))
-	if main != nil {
-		require.NoError(t, fsys.WriteFileAtomic(topicsPath, main))
-	}
-	if bak != nil {
-		require.NoError(t, fsys.WriteFileAtomic(topicsPath+".bak", bak))
-	}
-	return fsys
-}
-
-// readTestdata returns the contents of testdata/name.
-func readTestdata(tb testing.TB, name string) []byte {
-	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(tb, err)
-	return data
-}
-
-// openGolden opens a Manager on a store whose topics.json is
-// testdata/name; it returns the Manager, the store and the file's contents.
-func openGolden(t *testing.T, name string) (*Manager, *mmap.MemFS, []byte) {
-	t.Helper()
-	golden := readTestdata(t, name)
-	fsys := memFiles(t, golden, nil)
-	m, _ := openFS(t, fsys)
-	return m, fsys, golden
-}
-
 func TestPersistRoundTrip(t *testing.T) {
-	for _, fsName := range []string{"memfs", "osfs"} {
-		t.Run(fsName, func(t *testing.T) {
-			var fsys mmap.FS = mmap.NewMemFS()
-			dir := "/store"
-			if fsName == "osfs" {
-				fsys, dir = mmap.OSFS{}, t.TempDir()
-			}
-			o, clk := testOptions(fsys, dir)
-			m, err := Open(o)
-			require.NoError(t, err)
-			_, err = m.CreateOrUpdate(protocol.TopicConfig{TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 8,
-				Perm: 6, TopicFilterType: protocol.MultiTag, TopicSysFlag: 1, Order: true,
-				Attributes: map[string]string{"message.type": "FIFO"}})
-			require.NoError(t, err)
-			clk.ms.Add(1000)
-			_, _, err = m.CreateRetryTopic("cg", 2)
-			require.NoError(t, err)
-			_, _, err = m.AutoCreate("Auto", protocol.AutoCreateTopicKey, 3)
-			require.NoError(t, err)
-			want := m.All()
+	metafiletest.EachFS(t, func(t *testing.T, fsys mmap.FS, dir string) {
+		o, clk := testOptions(fsys, dir)
+		m, err := Open(o)
+		require.NoError(t, err)
+		_, err = m.CreateOrUpdate(protocol.TopicConfig{TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 8,
+			Perm: 6, TopicFilterType: protocol.MultiTag, TopicSysFlag: 1, Order: true,
+			Attributes: map[string]string{"message.type": "FIFO"}})
+		require.NoError(t, err)
+		clk.ms.Add(1000)
+		_, _, err = m.CreateRetryTopic("cg", 2)
+		require.NoError(t, err)
+		_, _, err = m.AutoCreate("Auto", protocol.AutoCreateTopicKey, 3)
+		require.NoError(t, err)
+		want := m.All()
 
-			m2, err := Open(o)
-			require.NoError(t, err)
-			require.Equal(t, want, m2.All())
-			require.Equal(t, m.DataVersion(), m2.DataVersion())
+		m2, err := Open(o)
+		require.NoError(t, err)
+		require.Equal(t, want, m2.All())
+		require.Equal(t, m.DataVersion(), m2.DataVersion())
 
-			// The next change continues the version.
-			_, err = m2.Delete("Auto")
-			require.NoError(t, err)
-			require.Equal(t, want.DataVersion.Counter+1, m2.DataVersion().Counter)
-		})
-	}
+		// The next change continues the version.
+		_, err = m2.Delete("Auto")
+		require.NoError(t, err)
+		require.Equal(t, want.DataVersion.Counter+1, m2.DataVersion().Counter)
+	})
 }
 
 func TestWrittenFileHasRocketMQShape(t *testing.T) {
@@ -113,7 +73,8 @@ func keys[V any](m map[string]V) []string {
 }
 
 func TestLoadRocketMQ4File(t *testing.T) {
-	m, fsys, golden := openGolden(t, "rocketmq4-topics.json")
+	fsys, golden := metafiletest.Golden(t, topicsPath, "rocketmq4-topics.json")
+	m, _ := openFS(t, fsys)
 	require.Equal(t, protocol.DataVersion{Counter: 7, Timestamp: 1700000000123}, m.DataVersion())
 
 	cases := []protocol.TopicConfig{
@@ -147,7 +108,8 @@ func TestLoadRocketMQ4File(t *testing.T) {
 }
 
 func TestLoadRocketMQ5FileTolerant(t *testing.T) {
-	m, _, _ := openGolden(t, "rocketmq5-topics.json")
+	fsys, _ := metafiletest.Golden(t, topicsPath, "rocketmq5-topics.json")
+	m, _ := openFS(t, fsys)
 	require.Equal(t, protocol.DataVersion{StateVersion: 3, Counter: 42, Timestamp: 1757000000000}, m.DataVersion())
 
 	got, ok := m.Get("TopicFifo")
@@ -190,7 +152,7 @@ func TestBackupFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o, _ := testOptions(memFiles(t, tc.main, tc.bak), "/store")
+			o, _ := testOptions(metafiletest.Files(t, topicsPath, tc.main, tc.bak), "/store")
 			m, err := Open(o)
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrCorrupt)
@@ -234,13 +196,7 @@ func TestAtomicWriteLeavesNoTempFile(t *testing.T) {
 		_, err = m.CreateOrUpdate(topic("T", int32(i+1), 1, 6))
 		require.NoError(t, err)
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, "config"))
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	require.ElementsMatch(t, []string{"topics.json", "topics.json.bak"}, names)
+	require.ElementsMatch(t, []string{"topics.json", "topics.json.bak"}, metafiletest.DirNames(t, filepath.Join(dir, "config")))
 }
 
 func TestCrashRightAfterChangeKeepsIt(t *testing.T) {

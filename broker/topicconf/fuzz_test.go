@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -12,12 +13,10 @@ import (
 // whatever loads survives a write and a reload unchanged. Seeds live in
 // testdata/fuzz/FuzzLoadTopics and include the golden files.
 func FuzzLoadTopics(f *testing.F) {
-	for _, name := range []string{"rocketmq4-topics.json", "rocketmq5-topics.json"} {
-		f.Add(readTestdata(f, name))
-	}
+	metafiletest.Seed(f, "rocketmq4-topics.json", "rocketmq5-topics.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Never nil, so that an empty input is written as an empty file.
-		o, _ := testOptions(memFiles(t, append([]byte{}, data...), nil), "/store")
+		o, _ := testOptions(metafiletest.Files(t, topicsPath, append([]byte{}, data...), nil), "/store")
 		m, err := Open(o)
 		if err != nil {
 			require.ErrorIs(t, err, ErrCorrupt)

@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -42,10 +41,7 @@ const footprintBinEnv = "FERRY_FOOTPRINT_BIN"
 func BenchmarkIdleFootprint(b *testing.B) {
 	bin := os.Getenv(footprintBinEnv)
 	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "ferry")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
+		bin = testkit.Binary(b, "github.com/ferrymq/ferry/cmd/ferry")
 	}
 	var ready, routed, rss, hwm, disk float64
 	for i := 0; i < b.N; i++ {
@@ -77,7 +73,7 @@ type idleFootprint struct {
 func measureIdle(b *testing.B, bin string) idleFootprint {
 	b.Helper()
 	data := filepath.Join(b.TempDir(), "data")
-	ns, br := freePortB(b), freePortB(b)
+	ns, br := testkit.FreeAddr(b), testkit.FreeAddr(b)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns,
 		"--broker-listen", br, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), haOnAnyPort)
@@ -129,45 +125,13 @@ func measureIdle(b *testing.B, bin string) idleFootprint {
 			m.routed = time.Since(start)
 		}
 	}
-	waitChildIdle(b, cmd.Process.Pid, 30*time.Second)
+	testkit.WaitIdle(30*time.Second, func() time.Duration {
+		user, sys := testkit.CPUTicks(b, cmd.Process.Pid)
+		return user + sys
+	})
 	m.rss, m.hwm = procStatus(b, cmd.Process.Pid)
-	m.disk = allocatedBytes(b, data)
+	m.disk = testkit.DiskUsage(b, data)
 	return m
-}
-
-// waitChildIdle waits until pid used less than 5 % of a core over two 200 ms windows in
-// a row (start-up work such as pre-faulting a segment is then over), or timeout.
-func waitChildIdle(b *testing.B, pid int, timeout time.Duration) {
-	b.Helper()
-	const window, limit = 200 * time.Millisecond, 10 * time.Millisecond
-	deadline := time.Now().Add(timeout)
-	for last, quiet := childCPU(b, pid), 0; quiet < 2 && time.Now().Before(deadline); {
-		time.Sleep(window)
-		now := childCPU(b, pid)
-		if now-last < limit {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = now
-	}
-}
-
-// childCPU returns pid's user + system CPU time from /proc/<pid>/stat (10 ms ticks).
-func childCPU(b *testing.B, pid int) time.Duration {
-	b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// utime and stime are fields 14 and 15, the 12th and 13th after the command name.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		b.Fatalf("unexpected /proc/%d/stat: %q", pid, stat)
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
 // procStatus returns VmRSS and VmHWM of pid in bytes.
@@ -195,38 +159,4 @@ func procStatus(b *testing.B, pid int) (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
-}
-
-// allocatedBytes sums the blocks allocated to the files under dir.
-func allocatedBytes(b *testing.B, dir string) int64 {
-	b.Helper()
-	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			total += st.Blocks * 512
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total
-}
-
-// freePortB returns a currently free loopback address.
-func freePortB(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/launch"
 )
 
@@ -28,8 +28,8 @@ func TestBusyPortFailsBeforeTheStore(t *testing.T) {
 		name, key string
 		args      []string
 	}{
-		{"standalone/broker port", "broker.listen", []string{"standalone", "--namesrv-listen", freePort(t), "--broker-listen", busy.Addr().String()}},
-		{"standalone/namesrv port", "namesrv.listen", []string{"standalone", "--namesrv-listen", busy.Addr().String(), "--broker-listen", freePort(t)}},
+		{"standalone/broker port", "broker.listen", []string{"standalone", "--namesrv-listen", testkit.FreeAddr(t), "--broker-listen", busy.Addr().String()}},
+		{"standalone/namesrv port", "namesrv.listen", []string{"standalone", "--namesrv-listen", busy.Addr().String(), "--broker-listen", testkit.FreeAddr(t)}},
 		{"broker", "broker.listen", []string{"broker", "--broker-listen", busy.Addr().String()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestBusyPortReleasesTheOtherPort(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { _ = busy.Close() }()
-	ns := freePort(t)
+	ns := testkit.FreeAddr(t)
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"standalone", "--data-dir", t.TempDir(),
 		"--namesrv-listen", ns, "--broker-listen", busy.Addr().String()}, &out, &errb)
@@ -97,35 +97,17 @@ func TestStandaloneSegmentSizeDefaults(t *testing.T) {
 	require.Equal(t, "1GiB", configValue(t, key, "standalone", "--data-dir", data), "the existing store's size")
 }
 
-// syncBuffer is a bytes.Buffer safe for a server writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // An idle `ferry standalone` on an empty directory holds one laptop-sized commit-log
 // segment and no spare (docs/operations.md, Footprint).
 func TestStandaloneEmptyStoreHoldsOneSmallSegment(t *testing.T) {
 	t.Setenv("FERRY_BROKER_HA_LISTEN", "127.0.0.1:0") // see haOnAnyPort
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errb syncBuffer
+	var errb testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"standalone", "--data-dir", data, "--namesrv-listen", freePort(t),
-			"--broker-listen", freePort(t), "--log-level", "info"}, &bytes.Buffer{}, &errb)
+		done <- run(ctx, []string{"standalone", "--data-dir", data, "--namesrv-listen", testkit.FreeAddr(t),
+			"--broker-listen", testkit.FreeAddr(t), "--log-level", "info"}, &bytes.Buffer{}, &errb)
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "ferry is ready") },
 		30*time.Second, 10*time.Millisecond, "ferry is ready")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 func TestRunRejectsBadConfigNamingTheKey(t *testing.T) {
@@ -64,24 +66,12 @@ func TestRunHelpVersionAndBadArguments(t *testing.T) {
 // listen port + 1.
 const haOnAnyPort = "FERRY_BROKER_HA_LISTEN=127.0.0.1:0"
 
-// freePort returns a currently free loopback address.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // The real binary in standalone mode: it serves both ports, lays the store out under
 // --data-dir, and exits cleanly within 10 s of SIGTERM.
 func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "ferry")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := testkit.Binary(t, "github.com/ferrymq/ferry/cmd/ferry")
 	data := t.TempDir()
-	ns, br := freePort(t), freePort(t)
+	ns, br := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns, "--broker-listen", br, "--log-level", "info")
 	// The HA port would be br+1: under connection churn that even port is often held
 	// by a client socket (Linux hands even ports to connect and odd ones to bind(0)).
@@ -115,8 +105,8 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	// exits without touching the store.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	second := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", freePort(t),
-		"--broker-listen", freePort(t))
+	second := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", testkit.FreeAddr(t),
+		"--broker-listen", testkit.FreeAddr(t))
 	second.Env = append(os.Environ(), haOnAnyPort)
 	out, err := second.CombinedOutput()
 	require.Error(t, err, "the second process must fail: %s", out)

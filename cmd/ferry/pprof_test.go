@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 func TestPprofOffByDefault(t *testing.T) {
@@ -23,7 +25,7 @@ func TestPprofOffByDefault(t *testing.T) {
 
 // The profiling server answers while serve runs and is gone once withPprof returns.
 func TestPprofServesWhileServing(t *testing.T) {
-	addr := freePort(t)
+	addr := testkit.FreeAddr(t)
 	fs := pflag.NewFlagSet("ferry", pflag.ContinueOnError)
 	bindPprofFlag(fs)
 	require.NoError(t, fs.Parse([]string{"--pprof-listen", addr}))

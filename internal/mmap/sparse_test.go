@@ -8,23 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
-
-// diskBytes is the space a real file takes on disk (its allocated blocks).
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	require.NoError(t, syscall.Stat(path, &st))
-	return st.Blocks * 512
-}
-
-// usedBytes is what a MemFS counts as used.
-func usedBytes(t *testing.T, m *MemFS) int64 {
-	t.Helper()
-	total, free, err := m.DiskUsage("/")
-	require.NoError(t, err)
-	return int64(total - free)
-}
 
 // A sparse file has its full size from the start but takes space only for the pages
 // Allocate reserved; it reads as zeros everywhere else. A reserved file takes its whole
@@ -38,32 +24,32 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		require.NoError(t, err)
 		defer m.Close()
 		require.Equal(t, int64(size), m.Size())
-		require.Zero(t, diskBytes(t, sparse), "no blocks before Allocate")
+		require.Zero(t, testkit.DiskUsage(t, sparse), "no blocks before Allocate")
 		require.Equal(t, make([]byte, size), m.Bytes(), "a hole reads as zeros")
 
 		require.NoError(t, m.Allocate(5000, 10)) // inside page 1
 		copy(m.Bytes()[5000:], "0123456789")
 		require.NoError(t, m.Sync(5000, 10))
-		require.Equal(t, int64(4096), diskBytes(t, sparse), "one page")
+		require.Equal(t, int64(4096), testkit.DiskUsage(t, sparse), "one page")
 		require.NoError(t, m.Allocate(5000, 10), "allocating again is harmless")
-		require.Equal(t, int64(4096), diskBytes(t, sparse))
+		require.Equal(t, int64(4096), testkit.DiskUsage(t, sparse))
 		require.Error(t, m.Allocate(size-10, 20), "outside the file")
 
 		reserved := filepath.Join(dir, "reserved")
 		r, err := OSFS{}.OpenMapped(reserved, size, true)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
-		require.GreaterOrEqual(t, diskBytes(t, reserved), int64(size))
+		require.GreaterOrEqual(t, testkit.DiskUsage(t, reserved), int64(size))
 	})
 	t.Run("mem", func(t *testing.T) {
 		mem := NewMemFS()
 		require.NoError(t, mem.MkdirAll("/d"))
 		m, err := mem.OpenMappedSparse("/d/sparse", size+100, true)
 		require.NoError(t, err)
-		require.Zero(t, usedBytes(t, mem))
+		require.Zero(t, testkit.Used(t, mem))
 		require.NoError(t, m.Allocate(5000, 10))
 		require.NoError(t, m.Allocate(4096, 4096), "the same page")
-		require.Equal(t, int64(AllocPage), usedBytes(t, mem))
+		require.Equal(t, int64(AllocPage), testkit.Used(t, mem))
 		require.NoError(t, m.Allocate(size, 100), "the last page is cut at the end of the file")
 		n, err := mem.Allocated("/d/sparse")
 		require.NoError(t, err)
@@ -74,7 +60,7 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		require.NoError(t, m.Sync(5000, 4))
 		require.NoError(t, mem.SyncDir("/d"))
 		c := mem.Crash(nil, 0)
-		require.Equal(t, int64(AllocPage+100), usedBytes(t, c))
+		require.Equal(t, int64(AllocPage+100), testkit.Used(t, c))
 		cm, err := c.OpenMappedSparse("/d/sparse", size+100, false)
 		require.NoError(t, err)
 		require.Equal(t, "data", string(cm.Bytes()[5000:5004]))
@@ -84,7 +70,7 @@ func TestSparseFileTakesSpaceOnlyWhereAllocated(t *testing.T) {
 		}, "page 0 was never allocated, in the clone either")
 
 		require.NoError(t, mem.Remove("/d/sparse"))
-		require.Zero(t, usedBytes(t, mem), "removing frees what was allocated")
+		require.Zero(t, testkit.Used(t, mem), "removing frees what was allocated")
 	})
 }
 
@@ -109,7 +95,7 @@ func TestSparseWriteAfterSequentialReadTakesOnePage(t *testing.T) {
 	require.NoError(t, m.WriteMode(false), "advice stays random")
 	m.Bytes()[page*4096+20] = 1
 	require.NoError(t, m.Sync(page*4096, 4096))
-	require.Equal(t, int64(4096), diskBytes(t, path))
+	require.Equal(t, int64(4096), testkit.DiskUsage(t, path))
 }
 
 // On a full disk Allocate fails with ENOSPC and allocates nothing; once there is room
@@ -124,12 +110,12 @@ func TestMemFSAllocateRespectsCapacity(t *testing.T) {
 	err = m.Allocate(AllocPage, 3*AllocPage) // pages 1-3: two new ones, one fits
 	require.ErrorIs(t, err, ErrNoSpace)
 	require.ErrorIs(t, err, syscall.ENOSPC)
-	require.Equal(t, int64(2*AllocPage), usedBytes(t, mem), "nothing allocated")
+	require.Equal(t, int64(2*AllocPage), testkit.Used(t, mem), "nothing allocated")
 	mem.SetCapacity(AllocPage) // less than is used already
 	require.NoError(t, m.Allocate(0, 2*AllocPage), "allocated pages need no room")
 	mem.SetCapacity(0)
 	require.NoError(t, m.Allocate(AllocPage, 3*AllocPage))
-	require.Equal(t, int64(4*AllocPage), usedBytes(t, mem))
+	require.Equal(t, int64(4*AllocPage), testkit.Used(t, mem))
 }
 
 // MemFS catches the bug a real disk punishes with SIGBUS: bytes written into a page of a
@@ -172,7 +158,7 @@ func TestErrorFSAllocate(t *testing.T) {
 	err = m.Allocate(0, 1)
 	require.ErrorIs(t, err, ErrInjected)
 	require.ErrorIs(t, err, ErrNoSpace)
-	require.Zero(t, usedBytes(t, mem))
+	require.Zero(t, testkit.Used(t, mem))
 	remove()
 	require.NoError(t, m.Allocate(0, 1))
 	require.Equal(t, 2, e.Calls(OpAllocate, nil))
@@ -223,7 +209,7 @@ func TestOSFSExtendReservesBlocks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seg")
 	require.NoError(t, os.WriteFile(path, []byte("abc"), 0o644))
 	require.NoError(t, OSFS{}.Extend(path, 1<<20))
-	require.GreaterOrEqual(t, diskBytes(t, path), int64(1<<20))
+	require.GreaterOrEqual(t, testkit.DiskUsage(t, path), int64(1<<20))
 
 	mem := NewMemFS()
 	m, err := mem.OpenMappedSparse("/f", 3*AllocPage, true)
