@@ -44,7 +44,7 @@ func TestRequestsAreNumberedPerConnectionInArrivalOrder(t *testing.T) {
 			s.plainViaStd = viaStd
 			require.NoError(t, s.Handle(codePlain, "", record))
 			require.NoError(t, s.HandleReusingFrames(codeReuse, "", record))
-			runServer(t, s, nil)
+			ServeTest(t, s, nil)
 
 			conns := []string{"a", "b"}
 			var codec Codec
