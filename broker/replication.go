@@ -41,6 +41,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/protocol"
@@ -61,7 +62,7 @@ type replication struct {
 	brokerName   string
 	auth         ha.Authenticator    // a master's, with ACL on: slaves prove an admin account
 	tls          *remoting.TLSConfig // a master's HA listener follows the broker port's mode
-	creds        acl.Credentials     // a slave's, proved to its master
+	creds        sign.Credentials    // a slave's, proved to its master
 	dialTLS      *tls.Config         // a slave's, dialing its master (NamesrvTLS)
 
 	master *ha.Master // a master's, set by startMaster before the server serves

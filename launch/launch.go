@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -58,7 +58,7 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	o.SlaveReadEnable, o.AccessMessageInMemoryMaxRatio = cfg.SlaveReadEnable, cfg.AccessMessageInMemoryMaxRatio
 	o.EnablePropertyFilter, o.StoreReplyMessageEnable = cfg.EnablePropertyFilter, cfg.StoreReplyMessageEnable
 	o.TraceTopicEnable, o.MsgTraceTopicName = cfg.TraceTopicEnable, cfg.MsgTraceTopicName
-	o.Credentials = acl.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}
+	o.Credentials = sign.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}
 	if cfg.ACLEnable {
 		o.ACLFile = cfg.ACLFile
 	}
