@@ -42,7 +42,6 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/acl/sign"
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -55,7 +54,7 @@ import (
 type replication struct {
 	role         Role
 	log          zerolog.Logger
-	cl           *commitlog.Log
+	cl           ha.Log // the store's commit log, as replication sees it
 	timeout      time.Duration
 	fallbehind   int64
 	staticMaster string
@@ -75,7 +74,7 @@ type replication struct {
 	}
 }
 
-func newReplication(o *Options, cl *commitlog.Log, log zerolog.Logger) *replication {
+func newReplication(o *Options, cl ha.Log, log zerolog.Logger) *replication {
 	r := &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
 		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr, brokerName: o.BrokerName,
 		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS}

@@ -30,6 +30,13 @@ type Replica interface {
 	StartReplicaAt(off int64) error
 }
 
+// Log is the commit log as a broker hands it to replication, a Master or a Slave by role
+// (*commitlog.Log implements it): all of the log that package ha sees.
+type Log interface {
+	Source
+	Replica
+}
+
 // Defaults (RocketMQ 4.x: haSendHeartbeatInterval, haHousekeepingInterval, the 100 ms
 // wait of the master's writer, the slave's 5 s reconnect).
 const (
