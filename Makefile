@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress
 
 all: build test
 
@@ -22,12 +22,19 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Alloc|TestOrderlyConsumption|TestRequestReply|TestFailbackToRestartedMaster' ./...
 
-## lint: go vet plus golangci-lint (installed at the pinned version when missing), and
-## go vet of the examples module (its programs build against this checkout).
-lint: tools
+## lint: go vet plus golangci-lint (installed at the pinned version when missing), go vet
+## of the examples module (its programs build against this checkout), and a check that the
+## generated files (protocol/codes_string.go, stringer) are up to date.
+lint: tools generate-check
 	$(GO) vet ./...
 	$(GOLANGCI) run ./...
 	cd examples && $(GO) vet ./...
+
+## generate-check: rerun go generate (stringer at the version pinned in protocol/codes.go)
+## and fail when a checked-in generated file differs.
+generate-check:
+	$(GO) generate ./protocol
+	git diff --exit-code -- protocol/codes_string.go
 
 tools:
 	@if ! $(GOLANGCI) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%)"; then \

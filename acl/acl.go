@@ -1,12 +1,11 @@
 package acl
 
 import (
-	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // HMAC-SHA1 is RocketMQ's ACL 1.0 signature
 	"fmt"
 	"net/netip"
 	"sync"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -30,7 +29,7 @@ type account struct {
 	defGroup  Perm
 	topics    map[string]Perm // explicit topicPerms
 	groups    map[string]Perm // explicit groupPerms, by group name (not %RETRY% topic)
-	macs      sync.Pool       // *macState keyed with secret
+	verifier  *sign.Verifier  // of signatures made with secret
 }
 
 // maxPooledContent: scratch buffers grown beyond this by a huge header are dropped
@@ -50,8 +49,7 @@ func New(c Config) (*ACL, error) {
 	}
 	a.scratch.New = func() any { return &scratch{idx: make([]int32, 0, 32), buf: make([]byte, 0, 512)} }
 	for _, acct := range a.accounts {
-		secret := acct.secret
-		acct.macs.New = func() any { return &macState{h: hmac.New(sha1.New, secret)} }
+		acct.verifier = sign.NewVerifier(acct.secret)
 	}
 	return a, nil
 }
@@ -124,7 +122,7 @@ func (a *ACL) check(req *Request, sc *scratch) (*account, error) {
 			return nil, nil
 		}
 	}
-	ak, _ := fieldValue(req.Fields, FieldAccessKey)
+	ak, _ := fieldValue(req.Fields, sign.FieldAccessKey)
 	if ak == "" {
 		return nil, fmt.Errorf("%w: %s is not in the global white list and the request has no AccessKey",
 			ErrAddressNotAllowed, addrText(addr))
@@ -136,15 +134,15 @@ func (a *ACL) check(req *Request, sc *scratch) (*account, error) {
 	if acct.white.Match(addr) {
 		return nil, nil
 	}
-	sig, _ := fieldValue(req.Fields, FieldSignature)
+	sig, _ := fieldValue(req.Fields, sign.FieldSignature)
 	if sig == "" {
 		return nil, fmt.Errorf("%w: the request of access key %s is not signed", ErrBadSignature, quote(ak))
 	}
 	skipUnique := req.Version <= lastVersionSkippingUniqueKeyQuery
-	if !acct.signatureMatches(sc.content(req.Fields, skipUnique, false), req.Body, sig) {
-		// The official Go client does not sign SecurityToken (see Sign).
-		_, token := fieldValue(req.Fields, FieldSecurityToken)
-		if !token || !acct.signatureMatches(sc.content(req.Fields, skipUnique, true), req.Body, sig) {
+	if !acct.verifier.Matches(sc.content(req.Fields, skipUnique, false), req.Body, sig) {
+		// The official Go client does not sign SecurityToken (see sign.Sign).
+		_, token := fieldValue(req.Fields, sign.FieldSecurityToken)
+		if !token || !acct.verifier.Matches(sc.content(req.Fields, skipUnique, true), req.Body, sig) {
 			return nil, fmt.Errorf("%w: signature mismatch for access key %s", ErrBadSignature, quote(ak))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -69,7 +70,7 @@ func signed(ak, sk string, code int16, body []byte, kv ...string) Request {
 		f = append(f, Field{Key: kv[i], Value: kv[i+1]})
 	}
 	return Request{Addr: peer, Code: code, Version: 317, Body: body,
-		Fields: Credentials{AccessKey: ak, SecretKey: sk}.SignFields(f, body)}
+		Fields: sign.Credentials{AccessKey: ak, SecretKey: sk}.SignFields(f, body)}
 }
 
 func rm(ak string, code int16, kv ...string) Request {
@@ -111,22 +112,22 @@ func TestCheckRules(t *testing.T) {
 		// 2. access key
 		{name: "no credentials outside the white list", req: Request{Addr: netip.MustParseAddr("192.168.0.3"), Code: send}, want: ErrAddressNotAllowed},
 		{name: "no credentials, unknown address", req: Request{Code: send}, want: ErrAddressNotAllowed},
-		{name: "empty access key", req: Request{Addr: peer, Code: send, Fields: []Field{{Key: FieldAccessKey}}}, want: ErrAddressNotAllowed},
+		{name: "empty access key", req: Request{Addr: peer, Code: send, Fields: []Field{{Key: sign.FieldAccessKey}}}, want: ErrAddressNotAllowed},
 		{name: "unknown access key", req: signed("nobody12", "12345678", send, nil, "topic", "topicB"), want: ErrUnknownAccessKey},
 		// 3. account white list: a bypass, as in RocketMQ
-		{name: "account white list, unsigned admin code", req: Request{Addr: netip.MustParseAddr("192.168.1.9"), Code: code(protocol.DeleteTopicInBroker), Fields: []Field{{Key: FieldAccessKey, Value: "rocketmq2"}}}},
-		{name: "account white list, unsigned, no permission checks", req: Request{Addr: netip.MustParseAddr("172.16.5.1"), Code: send, Fields: []Field{{Key: FieldAccessKey, Value: "whitelisted"}, {Key: "topic", Value: "anything"}}}},
-		{name: "account white list of another account does not apply", req: Request{Addr: netip.MustParseAddr("192.168.1.9"), Code: send, Fields: []Field{{Key: FieldAccessKey, Value: "RocketMQ"}}}, want: ErrBadSignature},
+		{name: "account white list, unsigned admin code", req: Request{Addr: netip.MustParseAddr("192.168.1.9"), Code: code(protocol.DeleteTopicInBroker), Fields: []Field{{Key: sign.FieldAccessKey, Value: "rocketmq2"}}}},
+		{name: "account white list, unsigned, no permission checks", req: Request{Addr: netip.MustParseAddr("172.16.5.1"), Code: send, Fields: []Field{{Key: sign.FieldAccessKey, Value: "whitelisted"}, {Key: "topic", Value: "anything"}}}},
+		{name: "account white list of another account does not apply", req: Request{Addr: netip.MustParseAddr("192.168.1.9"), Code: send, Fields: []Field{{Key: sign.FieldAccessKey, Value: "RocketMQ"}}}, want: ErrBadSignature},
 		// 4. signature
-		{name: "not signed", req: Request{Addr: peer, Code: send, Fields: []Field{{Key: FieldAccessKey, Value: "RocketMQ"}, {Key: "topic", Value: "topicB"}}}, want: ErrBadSignature},
+		{name: "not signed", req: Request{Addr: peer, Code: send, Fields: []Field{{Key: sign.FieldAccessKey, Value: "RocketMQ"}, {Key: "topic", Value: "topicB"}}}, want: ErrBadSignature},
 		{name: "wrong secret", req: signed("RocketMQ", "87654321", send, nil, "topic", "topicB"), want: ErrBadSignature},
 		{name: "body altered", req: with(rm("RocketMQ", send, "topic", "topicB"), func(r *Request) { r.Body = []byte("bodY") }), want: ErrBadSignature},
 		{name: "body dropped", req: with(rm("RocketMQ", send, "topic", "topicB"), func(r *Request) { r.Body = nil }), want: ErrBadSignature},
 		{name: "field altered", req: setField(rm("RocketMQ", send, "topic", "topicB"), "topic", "topicA"), want: ErrBadSignature},
-		{name: "access key swapped", req: setField(signed("pubonly1", "pubsecret-xyz", send, nil, "topic", "topicB"), FieldAccessKey, "RocketMQ"), want: ErrBadSignature},
+		{name: "access key swapped", req: setField(signed("pubonly1", "pubsecret-xyz", send, nil, "topic", "topicB"), sign.FieldAccessKey, "RocketMQ"), want: ErrBadSignature},
 		{name: "field added", req: with(rm("RocketMQ", send, "topic", "topicB"), func(r *Request) { r.Fields = append(slices.Clone(r.Fields), Field{Key: "queueId", Value: "3"}) }), want: ErrBadSignature},
-		{name: "signature truncated", req: setField(rm("RocketMQ", send, "topic", "topicB"), FieldSignature, "abc"), want: ErrBadSignature},
-		{name: "signature too long", req: setField(rm("RocketMQ", send, "topic", "topicB"), FieldSignature, strings.Repeat("A", 200)), want: ErrBadSignature},
+		{name: "signature truncated", req: setField(rm("RocketMQ", send, "topic", "topicB"), sign.FieldSignature, "abc"), want: ErrBadSignature},
+		{name: "signature too long", req: setField(rm("RocketMQ", send, "topic", "topicB"), sign.FieldSignature, strings.Repeat("A", 200)), want: ErrBadSignature},
 		// 5./6. admin
 		{name: "admin code, admin account", req: signed("rocketmq2", "12345678", code(protocol.UpdateAndCreateTopic), nil, "topic", "x")},
 		{name: "admin account ignores perms", req: signed("rocketmq2", "12345678", send, nil, "topic", "whatever")},
@@ -183,7 +184,7 @@ func TestCheckRules(t *testing.T) {
 			r.Fields = append(slices.Clone(r.Fields), Field{Key: "topic", Value: "topicA"})
 		}), want: ErrDuplicateField},
 		{name: "duplicate signature", req: with(rm("RocketMQ", send, "topic", "topicB"), func(r *Request) {
-			r.Fields = append(slices.Clone(r.Fields), Field{Key: FieldSignature, Value: "x"})
+			r.Fields = append(slices.Clone(r.Fields), Field{Key: sign.FieldSignature, Value: "x"})
 		}), want: ErrDuplicateField},
 		{name: "duplicate even from the global white list", req: Request{Addr: netip.MustParseAddr("10.10.103.1"), Fields: []Field{{Key: "a", Value: "1"}, {Key: "a", Value: "1"}}}, want: ErrDuplicateField},
 	}
@@ -218,10 +219,10 @@ func assertSafe(t *testing.T, err error, req Request) {
 		require.NotContains(t, msg, s)
 	}
 	for _, sk := range testSecrets {
-		sig := Sign(sk, req.Fields, req.Body)
+		sig := sign.Sign(sk, req.Fields, req.Body)
 		require.NotContains(t, msg, sig)
 	}
-	if sig, ok := fieldValue(req.Fields, FieldSignature); ok && sig != "" {
+	if sig, ok := fieldValue(req.Fields, sign.FieldSignature); ok && sig != "" {
 		require.NotContains(t, msg, sig)
 	}
 	require.Less(t, len(msg), 400)
@@ -282,16 +283,16 @@ func TestCheckSecurityTokenForms(t *testing.T) {
 	header := []Field{{Key: "topic", Value: "topicB"}, {Key: "bname", Value: "b"}}
 	body := []byte("hello")
 	// Java form: the token is signed.
-	java := Credentials{AccessKey: "RocketMQ", SecretKey: "12345678", SecurityToken: "tok"}.SignFields(header, body)
+	java := sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678", SecurityToken: "tok"}.SignFields(header, body)
 	require.NoError(t, a.Check(Request{Addr: peer, Code: 10, Fields: java, Body: body}))
 	// Go client form: signed without the token, token added afterwards.
-	signedPart := append(slices.Clone(header), Field{Key: FieldAccessKey, Value: "RocketMQ"})
+	signedPart := append(slices.Clone(header), Field{Key: sign.FieldAccessKey, Value: "RocketMQ"})
 	goForm := append(slices.Clone(signedPart),
-		Field{Key: FieldSignature, Value: Sign("12345678", signedPart, body)},
-		Field{Key: FieldSecurityToken, Value: "tok"})
+		Field{Key: sign.FieldSignature, Value: sign.Sign("12345678", signedPart, body)},
+		Field{Key: sign.FieldSecurityToken, Value: "tok"})
 	require.NoError(t, a.Check(Request{Addr: peer, Code: 10, Fields: goForm, Body: body}))
 	// Neither form with a wrong secret.
-	bad := Credentials{AccessKey: "RocketMQ", SecretKey: "nope-nope", SecurityToken: "tok"}.SignFields(header, body)
+	bad := sign.Credentials{AccessKey: "RocketMQ", SecretKey: "nope-nope", SecurityToken: "tok"}.SignFields(header, body)
 	require.ErrorIs(t, a.Check(Request{Addr: peer, Code: 10, Fields: bad, Body: body}), ErrBadSignature)
 }
 
@@ -299,14 +300,14 @@ func TestCheckUniqueKeyQueryByVersion(t *testing.T) {
 	a := testACL(t)
 	header := []Field{{Key: "topic", Value: "topicC"}, {Key: "key", Value: "K"}, {Key: "maxNum", Value: "32"}}
 	// An old client (version <= 399) signs the header, then adds the flag.
-	old := append(Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(header, nil),
+	old := append(sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(header, nil),
 		Field{Key: uniqueKeyQueryField, Value: "true"})
 	req := Request{Addr: peer, Code: 12, Version: 399, Fields: old}
 	require.NoError(t, a.Check(req))
 	req.Version = 400
 	require.ErrorIs(t, a.Check(req), ErrBadSignature)
 	// A newer client signs the flag too.
-	newer := Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(
+	newer := sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(
 		append(slices.Clone(header), Field{Key: uniqueKeyQueryField, Value: "true"}), nil)
 	require.NoError(t, a.Check(Request{Addr: peer, Code: 12, Version: 500, Fields: newer}))
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -39,13 +40,13 @@ func benchCheck(b *testing.B, req Request) {
 func BenchmarkCheck(b *testing.B) {
 	body := make([]byte, 1024)
 	benchCheck(b, Request{Addr: peer, Code: int16(protocol.SendMessage), Version: 317, Body: body,
-		Fields: Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(goSendHeader(), body)})
+		Fields: sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(goSendHeader(), body)})
 }
 
 // BenchmarkCheckEmptyBody: the same without a body (pure header cost).
 func BenchmarkCheckEmptyBody(b *testing.B) {
 	benchCheck(b, Request{Addr: peer, Code: int16(protocol.SendMessage), Version: 317,
-		Fields: Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(goSendHeader(), nil)})
+		Fields: sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(goSendHeader(), nil)})
 }
 
 // BenchmarkCheckGlobalWhiteList: a white-listed peer (no HMAC).
@@ -56,7 +57,7 @@ func BenchmarkCheckGlobalWhiteList(b *testing.B) {
 // BenchmarkSign: the client side.
 func BenchmarkSign(b *testing.B) {
 	body := make([]byte, 1024)
-	c := Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}
+	c := sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}
 	h := goSendHeader()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,7 +3,8 @@
 // and answer NO_PERMISSION (16) with the error text as remark when it refuses. The
 // package reads the accounts file, verifies request signatures, and decides per request
 // code and resource; it keeps no connection state. [Watcher] reloads the file when it
-// changes; [Sign] and [Credentials.SignFields] are the client side.
+// changes. Package acl/sign computes and verifies the signatures; it is the client
+// side, and all a client imports.
 //
 // # Accounts file
 //

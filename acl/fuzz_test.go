@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ferrymq/ferry/acl/sign"
 )
 
 func FuzzLoad(f *testing.F) {
@@ -48,7 +50,7 @@ func FuzzLoad(f *testing.F) {
 		// Every account's own signed request authenticates.
 		for _, ac := range c.Accounts {
 			req := Request{Addr: netip.MustParseAddr("203.0.113.7"), Code: 9999, Body: data,
-				Fields: Credentials{AccessKey: ac.AccessKey, SecretKey: ac.SecretKey}.SignFields(nil, data)}
+				Fields: sign.Credentials{AccessKey: ac.AccessKey, SecretKey: ac.SecretKey}.SignFields(nil, data)}
 			if err := a.Check(req); err != nil && !errors.Is(err, ErrNoPermission) {
 				t.Fatalf("check: %v", err)
 			} else if errors.Is(err, ErrBadSignature) || errors.Is(err, ErrUnknownAccessKey) {
@@ -68,15 +70,15 @@ func FuzzCheck(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, addr []byte, code, version int16, blob, body []byte, topic, group string, sign bool) {
+	f.Fuzz(func(t *testing.T, addr []byte, code, version int16, blob, body []byte, topic, group string, signed bool) {
 		ip, _ := netip.AddrFromSlice(addr)
 		var fields []Field
 		parts := bytes.Split(blob, []byte{0})
 		for i := 0; i+1 < len(parts); i += 2 {
 			fields = append(fields, Field{Key: string(parts[i]), Value: string(parts[i+1])})
 		}
-		if sign {
-			fields = Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(fields, body)
+		if signed {
+			fields = sign.Credentials{AccessKey: "RocketMQ", SecretKey: "12345678"}.SignFields(fields, body)
 		}
 		req := Request{Addr: ip, Code: code, Version: version, Fields: fields, Body: body,
 			Topics: []string{topic}, Groups: []string{group}}
@@ -96,7 +98,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("error text leaks a secret: %q", msg)
 			}
 		}
-		if sign && errors.Is(err, ErrBadSignature) && !errors.Is(err, ErrDuplicateField) {
+		if signed && errors.Is(err, ErrBadSignature) && !errors.Is(err, ErrDuplicateField) {
 			// A correctly signed request fails only if a field the signer could not
 			// control is involved: the version-dependent _UNIQUE_KEY_QUERY rule.
 			if _, ok := fieldValue(fields, uniqueKeyQueryField); !ok || version > lastVersionSkippingUniqueKeyQuery {

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -40,7 +41,7 @@ accounts:
 	cli, err := remoting.NewClient(remoting.DefaultClientOptions())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })
-	creds := Credentials{AccessKey: "producer1", SecretKey: "secret-1234"}
+	creds := sign.Credentials{AccessKey: "producer1", SecretKey: "secret-1234"}
 	call := func(code protocol.RequestCode, ext remoting.Ext, body []byte, signed bool) *remoting.Command {
 		t.Helper()
 		if signed {

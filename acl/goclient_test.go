@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -65,7 +66,7 @@ func (o *oracleServer) serve(_ context.Context, ch remoting.Channel, req *remoti
 	cerr := o.acl.Check(Request{Addr: ap.Addr(), Code: req.Code, Version: req.Version,
 		Fields: req.ExtFields, Body: req.Body})
 	o.mu.Lock()
-	tokenVal, token := req.ExtFields.Get(FieldSecurityToken)
+	tokenVal, token := req.ExtFields.Get(sign.FieldSecurityToken)
 	o.seen = append(o.seen, checked{req.Code, cerr, token, tokenVal})
 	n := len(o.seen)
 	o.mu.Unlock()

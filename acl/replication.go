@@ -3,7 +3,7 @@ package acl
 // Replication (the HA port, package ha) is not a remoting request, so [ACL.Check] does
 // not see it. A slave proves an account in the first bytes of its connection instead
 // (the layout is in ha/auth.go): a message of its own and a MAC over it,
-// HMAC-SHA256 keyed with the account's secret key ([ReplicationMAC]). The master
+// HMAC-SHA256 keyed with the account's secret key (sign.ReplicationMAC). The master
 // checks the proof with [ACL.CheckReplication].
 //
 // Who may replicate: admin accounts, and only with a valid MAC. A slave reads every
@@ -14,26 +14,15 @@ package acl
 // without a MAC: an address proves nothing about who holds the stream.
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"fmt"
 	"net/netip"
+
+	"github.com/ferrymq/ferry/acl/sign"
 )
-
-// ReplicationMACSize is the size of a replication MAC (HMAC-SHA256).
-const ReplicationMACSize = sha256.Size
-
-// ReplicationMAC is the MAC a slave sends over msg: HMAC-SHA256 keyed with the UTF-8
-// bytes of secretKey.
-func ReplicationMAC(secretKey string, msg []byte) []byte {
-	m := hmac.New(sha256.New, []byte(secretKey))
-	m.Write(msg)
-	return m.Sum(nil)
-}
 
 // CheckReplication decides whether a slave at addr that sent msg with mac under
 // accessKey may replicate: nil when accessKey is an admin account and mac is
-// [ReplicationMAC] of msg under its secret key (compared in constant time). Refusals
+// sign.ReplicationMAC of msg under its secret key (compared in constant time). Refusals
 // wrap [ErrNoPermission] and one of [ErrUnknownAccessKey], [ErrBadSignature] or
 // [ErrAdminOnly]; their texts name no secret.
 func (a *ACL) CheckReplication(addr netip.Addr, accessKey string, msg, mac []byte) error {
@@ -41,7 +30,7 @@ func (a *ACL) CheckReplication(addr netip.Addr, accessKey string, msg, mac []byt
 	if acct == nil {
 		return fmt.Errorf("%w %s (replication from %s)", ErrUnknownAccessKey, quote(accessKey), addrText(addr.Unmap()))
 	}
-	if !hmac.Equal(ReplicationMAC(string(acct.secret), msg), mac) {
+	if !sign.ReplicationMACMatches(string(acct.secret), msg, mac) {
 		return fmt.Errorf("%w: replication MAC mismatch for access key %s from %s", ErrBadSignature, quote(accessKey),
 			addrText(addr.Unmap()))
 	}

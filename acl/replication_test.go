@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/acl/sign"
 )
 
 // Replication needs an admin account and its MAC; the global white list and an account's
@@ -24,18 +26,18 @@ accounts:
 	require.NoError(t, err)
 	addr := netip.MustParseAddr("10.0.0.7")
 	msg := []byte("hello from a slave")
-	require.NoError(t, a.CheckReplication(addr, "ferryAdmin", msg, ReplicationMAC("admin-secret", msg)))
-	require.Len(t, ReplicationMAC("admin-secret", msg), ReplicationMACSize)
+	require.NoError(t, a.CheckReplication(addr, "ferryAdmin", msg, sign.ReplicationMAC("admin-secret", msg)))
+	require.Len(t, sign.ReplicationMAC("admin-secret", msg), sign.ReplicationMACSize)
 
-	err = a.CheckReplication(addr, "ferryAdmin", msg, ReplicationMAC("wrong-secret", msg))
+	err = a.CheckReplication(addr, "ferryAdmin", msg, sign.ReplicationMAC("wrong-secret", msg))
 	require.ErrorIs(t, err, ErrBadSignature)
 	require.NotContains(t, err.Error(), "admin-secret")
-	require.ErrorIs(t, a.CheckReplication(addr, "ferryAdmin", []byte("another message"), ReplicationMAC("admin-secret", msg)),
+	require.ErrorIs(t, a.CheckReplication(addr, "ferryAdmin", []byte("another message"), sign.ReplicationMAC("admin-secret", msg)),
 		ErrBadSignature)
 	require.ErrorIs(t, a.CheckReplication(addr, "ferryAdmin", msg, nil), ErrBadSignature)
-	require.ErrorIs(t, a.CheckReplication(addr, "nobody00", msg, ReplicationMAC("admin-secret", msg)), ErrUnknownAccessKey)
+	require.ErrorIs(t, a.CheckReplication(addr, "nobody00", msg, sign.ReplicationMAC("admin-secret", msg)), ErrUnknownAccessKey)
 	require.ErrorIs(t, a.CheckReplication(addr, "", msg, nil), ErrUnknownAccessKey)
-	err = a.CheckReplication(addr, "appUser1", msg, ReplicationMAC("app-secret", msg))
+	err = a.CheckReplication(addr, "appUser1", msg, sign.ReplicationMAC("app-secret", msg))
 	require.ErrorIs(t, err, ErrAdminOnly, "a valid non-admin account")
 	require.ErrorIs(t, err, ErrNoPermission)
 }

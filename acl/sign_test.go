@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/remoting"
 )
 
@@ -57,10 +58,10 @@ func goClientSign(ak, sk, token string, ext map[string]string, body []byte) (sig
 func TestSignKnownVectors(t *testing.T) {
 	// rocketmq-client-go internal/remote/interceptor_test.go: calculateSignature.
 	require.Equal(t, "tAb/54Rwwcq+pbH8Loi7FWX4QSQ=",
-		Sign("adiaushdiaushd", nil, []byte("Hello RocketMQ Client ACL Feature")))
+		sign.Sign("adiaushdiaushd", nil, []byte("Hello RocketMQ Client ACL Feature")))
 	// The same data split across fields in key order, Signature ignored.
 	require.Equal(t, "tAb/54Rwwcq+pbH8Loi7FWX4QSQ=",
-		Sign("adiaushdiaushd", []Field{
+		sign.Sign("adiaushdiaushd", []Field{
 			{Key: "b", Value: "RocketMQ Client "}, {Key: "Signature", Value: "ignored"},
 			{Key: "a", Value: "Hello "}, {Key: "c", Value: "ACL"},
 		}, []byte(" Feature")))
@@ -71,7 +72,7 @@ func TestSignKnownVectors(t *testing.T) {
 		{Key: "d", Value: "4"}, {Key: "e", Value: "0"}, {Key: "bname", Value: "broker-a"},
 		{Key: "AccessKey", Value: "RocketMQ"},
 	}
-	sig := Sign("12345678", fields, []byte("Hello"))
+	sig := sign.Sign("12345678", fields, []byte("Hello"))
 	want, _ := goClientSign("RocketMQ", "12345678", "",
 		map[string]string{"a": "PG", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "0", "bname": "broker-a"}, []byte("Hello"))
 	require.Equal(t, want, sig)
@@ -114,9 +115,9 @@ func TestSignMatchesGoClientOnRandomRequests(t *testing.T) {
 			signedFields = append(signedFields, Field{Key: k, Value: v})
 		}
 		signedFields = append(signedFields, Field{Key: "AccessKey", Value: "access-key-1"})
-		require.Equal(t, sig, Sign("secret-key-1", signedFields, body))
+		require.Equal(t, sig, sign.Sign("secret-key-1", signedFields, body))
 		if token == "" {
-			got := Credentials{AccessKey: "access-key-1", SecretKey: "secret-key-1"}.SignFields(signedFields[:len(signedFields)-1], body)
+			got := sign.Credentials{AccessKey: "access-key-1", SecretKey: "secret-key-1"}.SignFields(signedFields[:len(signedFields)-1], body)
 			require.Equal(t, sent, remoting.Ext(got).Map())
 		}
 
@@ -132,7 +133,7 @@ func TestSignMatchesGoClientOnRandomRequests(t *testing.T) {
 }
 
 func TestSignFieldsReplacesCredentialFields(t *testing.T) {
-	c := Credentials{AccessKey: "ak-123456", SecretKey: "sk-123456", SecurityToken: "tok"}
+	c := sign.Credentials{AccessKey: "ak-123456", SecretKey: "sk-123456", SecurityToken: "tok"}
 	in := []Field{{Key: "topic", Value: "T"}, {Key: "AccessKey", Value: "old"}, {Key: "Signature", Value: "old"}, {Key: "SecurityToken", Value: "old"}}
 	out := c.SignFields(in, []byte("b"))
 	require.Equal(t, "old", in[1].Value, "input untouched")
@@ -141,5 +142,5 @@ func TestSignFieldsReplacesCredentialFields(t *testing.T) {
 	require.Equal(t, "ak-123456", m["AccessKey"])
 	require.Equal(t, "tok", m["SecurityToken"])
 	// Java form: the token is signed.
-	require.Equal(t, Sign("sk-123456", []Field{{Key: "topic", Value: "T"}, {Key: "AccessKey", Value: "ak-123456"}, {Key: "SecurityToken", Value: "tok"}}, []byte("b")), m["Signature"])
+	require.Equal(t, sign.Sign("sk-123456", []Field{{Key: "topic", Value: "T"}, {Key: "AccessKey", Value: "ak-123456"}, {Key: "SecurityToken", Value: "tok"}}, []byte("b")), m["Signature"])
 }

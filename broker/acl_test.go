@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/nameserver"
@@ -58,8 +59,8 @@ const (
 )
 
 var (
-	probeAdmin = acl.Credentials{AccessKey: "probeAdmin", SecretKey: "probeAdminSecret"}
-	probeUser  = acl.Credentials{AccessKey: "probeUser", SecretKey: "probeUserSecret"}
+	probeAdmin = sign.Credentials{AccessKey: "probeAdmin", SecretKey: "probeAdminSecret"}
+	probeUser  = sign.Credentials{AccessKey: "probeUser", SecretKey: "probeUserSecret"}
 )
 
 // probeEnv is a cluster with ACL on in the broker and the name server, holding records
@@ -77,7 +78,7 @@ type probeEnv struct {
 	forwardedBody [][]byte // bodies the broker forwarded to the attacker's client
 }
 
-func (e *probeEnv) call(t *testing.T, cli *remoting.Client, creds acl.Credentials, addr string, req *remoting.Command) *remoting.Command {
+func (e *probeEnv) call(t *testing.T, cli *remoting.Client, creds sign.Credentials, addr string, req *remoting.Command) *remoting.Command {
 	t.Helper()
 	req.ExtFields = remoting.Ext(creds.SignFields(req.ExtFields, req.Body))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/internal/delaylevel"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -166,7 +167,7 @@ type Options struct {
 	// and, on a slave, to its master (metadata sync), for peers with ACL on; a slave
 	// also proves them to its master's HA port (an admin account there, when the
 	// master has ACL on). Empty AccessKey: unsigned, and no replication hello.
-	Credentials acl.Credentials
+	Credentials sign.Credentials
 
 	// TransactionTimeout is the age of an unresolved half message before its first
 	// check; TransactionCheckInterval the pause between checks (0: the service's

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -24,7 +24,7 @@ type registrar struct {
 	header   protocol.RegisterBrokerRequestHeader // HAServerAddr aside, which calls.haAddr gives
 	kick     <-chan struct{}
 	log      zerolog.Logger
-	creds    acl.Credentials // signs the requests (name servers with ACL on)
+	creds    sign.Credentials // signs the requests (name servers with ACL on)
 	calls    registrarCalls
 }
 

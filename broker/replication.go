@@ -41,7 +41,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/acl"
-	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -54,14 +54,14 @@ import (
 type replication struct {
 	role         Role
 	log          zerolog.Logger
-	cl           *commitlog.Log
+	cl           ha.Log // the store's commit log, as replication sees it
 	timeout      time.Duration
 	fallbehind   int64
 	staticMaster string
 	brokerName   string
 	auth         ha.Authenticator    // a master's, with ACL on: slaves prove an admin account
 	tls          *remoting.TLSConfig // a master's HA listener follows the broker port's mode
-	creds        acl.Credentials     // a slave's, proved to its master
+	creds        sign.Credentials    // a slave's, proved to its master
 	dialTLS      *tls.Config         // a slave's, dialing its master (NamesrvTLS)
 
 	opts *Options // the HA listener's addresses (haListenAddr, haRegisterAddr)
@@ -78,7 +78,7 @@ type replication struct {
 	}
 }
 
-func newReplication(o *Options, cl *commitlog.Log, log zerolog.Logger) *replication {
+func newReplication(o *Options, cl ha.Log, log zerolog.Logger) *replication {
 	r := &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
 		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr, brokerName: o.BrokerName,
 		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS, opts: o, registered: o.HAAddr}

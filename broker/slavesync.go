@@ -33,7 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/broker/topicconf"
@@ -50,7 +50,7 @@ const slaveSyncTimeout = 3 * time.Second
 // Lock order: mu only, never held while calling the master or the tables.
 type slaveSync struct {
 	rc       *remoting.Client
-	creds    acl.Credentials // signs the requests (a master with ACL on)
+	creds    sign.Credentials // signs the requests (a master with ACL on)
 	interval time.Duration
 	log      zerolog.Logger
 	clock    func() time.Time

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -146,10 +147,10 @@ func (f *aclFake) serve(t *testing.T, gate *acl.Gate, handlers map[protocol.Requ
 	require.NoError(t, err)
 	for code, h := range handlers {
 		record := func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-			sig, signed := req.ExtFields.Get(acl.FieldSignature)
+			sig, signed := req.ExtFields.Get(sign.FieldSignature)
 			f.mu.Lock()
 			f.mu.seen = append(f.mu.seen, seenRequest{code: code, st: req.SerializeType, oneway: req.IsOneway(),
-				accessKey: req.ExtFields.Value(acl.FieldAccessKey), signed: signed && sig != "", ext: req.ExtFields.Map()})
+				accessKey: req.ExtFields.Value(sign.FieldAccessKey), signed: signed && sig != "", ext: req.ExtFields.Map()})
 			f.mu.Unlock()
 			return h(ctx, ch, req)
 		}
@@ -396,25 +397,25 @@ func TestCredentialsOptionValidated(t *testing.T) {
 	_, err := New(WithNameServers("127.0.0.1:9876"), WithCredentials(aclUser, ""))
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	require.Contains(t, err.Error(), "access key and a secret key")
-	_, err = New(WithNameServers("127.0.0.1:9876"), func(o *Options) { o.Credentials = &acl.Credentials{SecretKey: aclSecret} })
+	_, err = New(WithNameServers("127.0.0.1:9876"), func(o *Options) { o.Credentials = &sign.Credentials{SecretKey: aclSecret} })
 	require.ErrorIs(t, err, ErrInvalidOptions)
 }
 
-// sign signs the exact bytes sent, a BodyVec included, over the header as it is, and
+// signRequest signs the exact bytes sent, a BodyVec included, over the header as it is, and
 // replaces the fields of an earlier signing; without credentials it does nothing.
 func TestSignRequest(t *testing.T) {
-	creds := &acl.Credentials{AccessKey: aclUser, SecretKey: aclSecret}
+	creds := &sign.Credentials{AccessKey: aclUser, SecretKey: aclSecret}
 	req := remoting.NewRequestExt(int16(protocol.SendMessage), remoting.Ext{{Key: "topic", Value: "Orders"}})
 	req.Body, req.BodyVec = []byte("ab"), [][]byte{[]byte("cd"), []byte("e")}
-	sign(creds, req)
+	signRequest(creds, req)
 	want := creds.SignFields(remoting.Ext{{Key: "topic", Value: "Orders"}}, []byte("abcde"))
 	require.Equal(t, remoting.Ext(want).Map(), req.ExtFields.Map())
-	sign(creds, req)
+	signRequest(creds, req)
 	require.Equal(t, remoting.Ext(want).Map(), req.ExtFields.Map(), "signing again replaces the fields")
 	require.Len(t, req.ExtFields, len(want))
 
 	plain := protocol.NewRequest(protocol.HeartBeat, nil)
-	sign(nil, plain)
+	signRequest(nil, plain)
 	require.Empty(t, plain.ExtFields)
 	require.False(t, errors.Is(&BrokerError{Code: protocol.TopicNotExist}, ErrNoPermission))
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -93,7 +93,7 @@ func New(opts ...Option) (*Client, error) {
 		host:     host,
 		stop:     make(chan struct{}),
 	}
-	var creds *acl.Credentials
+	var creds *sign.Credentials
 	if o.Credentials != nil {
 		cp := *o.Credentials
 		creds = &cp
@@ -349,24 +349,24 @@ func (c *Client) remotingFor(addr string) *signingClient {
 // server sends to the client are not expected to be signed (brokers do not sign them).
 type signingClient struct {
 	*remoting.Client
-	creds *acl.Credentials // nil: requests go unsigned
+	creds *sign.Credentials // nil: requests go unsigned
 }
 
 // Invoke signs req and sends it (remoting.Client.Invoke).
 func (s *signingClient) Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
-	sign(s.creds, req)
+	signRequest(s.creds, req)
 	return s.Client.Invoke(ctx, addr, req)
 }
 
 // InvokeAsync signs req and sends it (remoting.Client.InvokeAsync).
 func (s *signingClient) InvokeAsync(ctx context.Context, addr string, req *remoting.Command, cb func(*remoting.Command, error)) error {
-	sign(s.creds, req)
+	signRequest(s.creds, req)
 	return s.Client.InvokeAsync(ctx, addr, req, cb)
 }
 
 // InvokeOneway signs req and sends it (remoting.Client.InvokeOneway).
 func (s *signingClient) InvokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
-	sign(s.creds, req)
+	signRequest(s.creds, req)
 	return s.Client.InvokeOneway(ctx, addr, req)
 }
 
@@ -384,27 +384,27 @@ func (s *signingClient) Handle(code int16, h remoting.Handler) {
 // signingChannel is a connection that signs the requests sent on it.
 type signingChannel struct {
 	remoting.Channel
-	creds *acl.Credentials
+	creds *sign.Credentials
 }
 
 // Invoke signs req and sends it (remoting.Channel.Invoke).
 func (s signingChannel) Invoke(ctx context.Context, req *remoting.Command) (*remoting.Command, error) {
-	sign(s.creds, req)
+	signRequest(s.creds, req)
 	return s.Channel.Invoke(ctx, req)
 }
 
 // InvokeOneway signs req and sends it (remoting.Channel.InvokeOneway).
 func (s signingChannel) InvokeOneway(ctx context.Context, req *remoting.Command) error {
-	sign(s.creds, req)
+	signRequest(s.creds, req)
 	return s.Channel.InvokeOneway(ctx, req)
 }
 
-// sign sets req's AccessKey, SecurityToken (when set) and Signature ext fields, the
+// signRequest sets req's AccessKey, SecurityToken (when set) and Signature ext fields, the
 // signature covering the other ext fields as they are and the body as it is sent. It
 // runs as the request leaves, after its header is final; remoting adds nothing to the
 // ext fields after it, and the signed values are the same whatever the header codec.
 // Signing again (a request sent twice) replaces the fields. Nil creds: nothing.
-func sign(creds *acl.Credentials, req *remoting.Command) {
+func signRequest(creds *sign.Credentials, req *remoting.Command) {
 	if creds == nil {
 		return
 	}

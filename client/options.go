@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 )
 
 // Options configure a Client. Build them with New's functional options; the zero value
@@ -29,10 +29,10 @@ type Options struct {
 	Logger zerolog.Logger
 	// Credentials, when set, sign every request the client sends — to name servers and
 	// brokers, call, async and oneway alike — with RocketMQ's ACL 1.0 (AccessKey,
-	// Signature and, when set, SecurityToken ext fields; see acl.Credentials.SignFields),
+	// Signature and, when set, SecurityToken ext fields; see sign.Credentials.SignFields),
 	// as servers with ACL on require. Nil: requests go unsigned. The client copies them
 	// in New.
-	Credentials *acl.Credentials
+	Credentials *sign.Credentials
 	// TLS, when set, makes every connection — to name servers and brokers — a TLS one
 	// with this configuration, for servers with tlsMode permissive or enforcing. Nil:
 	// plain TCP.
@@ -63,7 +63,7 @@ func WithHeartbeat(d time.Duration) Option { return func(o *Options) { o.Heartbe
 // key (see Options.Credentials). For a security token as well, set Options.Credentials
 // with an Option of your own.
 func WithCredentials(accessKey, secretKey string) Option {
-	return func(o *Options) { o.Credentials = &acl.Credentials{AccessKey: accessKey, SecretKey: secretKey} }
+	return func(o *Options) { o.Credentials = &sign.Credentials{AccessKey: accessKey, SecretKey: secretKey} }
 }
 
 // WithTLS connects to name servers and brokers over TLS with cfg (see Options.TLS).

@@ -12,7 +12,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/remoting"
 )
 
@@ -22,7 +22,7 @@ import (
 var ErrRefused = errors.New("ha: slave refused")
 
 // Authenticator checks a slave's proof of an account (*acl.ACL and *acl.Watcher
-// implement it): mac must be acl.ReplicationMAC of msg under the account's secret, and
+// implement it): mac must be sign.ReplicationMAC of msg under the account's secret, and
 // the account must be allowed to replicate.
 type Authenticator interface {
 	CheckReplication(addr netip.Addr, accessKey string, msg, mac []byte) error
@@ -148,5 +148,5 @@ func (s *Slave) hello() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(b, acl.ReplicationMAC(s.opts.Credentials.SecretKey, b)...), nil
+	return append(b, sign.ReplicationMAC(s.opts.Credentials.SecretKey, b)...), nil
 }

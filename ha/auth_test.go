@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/remoting"
@@ -32,7 +33,7 @@ accounts:
     defaultTopicPerm: PUB|SUB
 `
 
-var admin = acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "admin-secret"}
+var admin = sign.Credentials{AccessKey: "ferryAdmin", SecretKey: "admin-secret"}
 
 // newAuthMaster is a master of broker-a requiring authentication against authACL, with
 // tlsConf as its listener's TLS (nil: plain).
@@ -53,7 +54,7 @@ func newAuthMaster(t testing.TB, l *commitlog.Log, tlsConf *remoting.TLSConfig) 
 }
 
 // newAuthSlave is a slave of broker-a with creds, dialing with tlsConf (nil: plain).
-func newAuthSlave(t testing.TB, l *commitlog.Log, addr string, creds acl.Credentials, name string, tlsConf *tls.Config) *Slave {
+func newAuthSlave(t testing.TB, l *commitlog.Log, addr string, creds sign.Credentials, name string, tlsConf *tls.Config) *Slave {
 	t.Helper()
 	o := DefaultSlaveOptions()
 	o.Log, o.MasterAddr, o.Logger = l, addr, testLogger(t)
@@ -119,7 +120,7 @@ func received(t *testing.T, m *Master, wrap func(net.Conn) net.Conn, first []byt
 }
 
 // helloFor is a hello of broker-a signed with creds.
-func helloFor(t *testing.T, creds acl.Credentials, name string) []byte {
+func helloFor(t *testing.T, creds sign.Credentials, name string) []byte {
 	t.Helper()
 	s := &Slave{opts: SlaveOptions{Credentials: creds, BrokerName: name}}
 	b, err := s.hello()
@@ -138,9 +139,9 @@ func TestAuthenticatedReplication(t *testing.T) {
 	defer func() { require.NoError(t, m.Close()) }()
 
 	require.Zero(t, received(t, m, nil, nil), "anonymous slave")
-	require.Zero(t, received(t, m, nil, helloFor(t, acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "wrong-secret"}, "broker-a")),
+	require.Zero(t, received(t, m, nil, helloFor(t, sign.Credentials{AccessKey: "ferryAdmin", SecretKey: "wrong-secret"}, "broker-a")),
 		"wrong secret")
-	require.Zero(t, received(t, m, nil, helloFor(t, acl.Credentials{AccessKey: "appUser1", SecretKey: "app-secret"}, "broker-a")),
+	require.Zero(t, received(t, m, nil, helloFor(t, sign.Credentials{AccessKey: "appUser1", SecretKey: "app-secret"}, "broker-a")),
 		"non-admin account")
 	require.Zero(t, received(t, m, nil, helloFor(t, admin, "broker-b")), "another group's slave")
 	hello := helloFor(t, admin, "broker-a")
@@ -151,7 +152,7 @@ func TestAuthenticatedReplication(t *testing.T) {
 	// Real slaves: a wrong secret never gets a frame; the admin account replicates.
 	bad := openLog(t, t.TempDir(), testSegSize)
 	defer func() { require.NoError(t, bad.Close()) }()
-	sb := newAuthSlave(t, bad, m.Addr().String(), acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "wrong-secret"}, "broker-a", nil)
+	sb := newAuthSlave(t, bad, m.Addr().String(), sign.Credentials{AccessKey: "ferryAdmin", SecretKey: "wrong-secret"}, "broker-a", nil)
 	testkit.Eventually(t, 5*time.Second, func() bool { return sb.LastError() != nil }, "a refusal")
 	require.ErrorIs(t, sb.LastError(), errMasterBehind, "closed before the first frame")
 	require.NoError(t, sb.Close())
@@ -235,7 +236,7 @@ func TestHelloCodec(t *testing.T) {
 	require.Equal(t, "broker-a", h.BrokerName)
 	require.Equal(t, "ferryAdmin", h.AccessKey)
 	require.Equal(t, b[:len(b)-HelloMACSize], signed)
-	require.Equal(t, acl.ReplicationMAC("admin-secret", signed), h.MAC[:])
+	require.Equal(t, sign.ReplicationMAC("admin-secret", signed), h.MAC[:])
 	a, err := acl.Parse([]byte(authACL))
 	require.NoError(t, err)
 	require.NoError(t, a.CheckReplication(netip.Addr{}, h.AccessKey, signed, h.MAC[:]))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -28,6 +28,13 @@ type Replica interface {
 	AppendReplica(off int64, b []byte) error
 	// StartReplicaAt makes an empty log start at off (the master's first segment).
 	StartReplicaAt(off int64) error
+}
+
+// Log is the commit log as a broker hands it to replication, a Master or a Slave by role
+// (*commitlog.Log implements it): all of the log that package ha sees.
+type Log interface {
+	Source
+	Replica
 }
 
 // Defaults (RocketMQ 4.x: haSendHeartbeatInterval, haHousekeepingInterval, the 100 ms
@@ -140,7 +147,7 @@ type SlaveOptions struct {
 	// Credentials, when AccessKey is set, are proved to the master in a hello (frame.go)
 	// at each connection; the master must hold the account (an admin one, with ACL).
 	// Empty: no hello (a master with authentication refuses the slave).
-	Credentials acl.Credentials
+	Credentials sign.Credentials
 	// BrokerName is the broker name the hello carries (the master checks it is its own).
 	BrokerName string
 	// TLS, when set, is the client config the slave dials its master with (TLS 1.2+).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/protocol"
@@ -42,9 +43,9 @@ func TestACLWithOfficialClient(t *testing.T) {
 	rules, err := acl.Parse([]byte(aclAccounts))
 	require.NoError(t, err)
 	c := testutil.StartCluster(t, testutil.WithBrokerOptions(func(o *broker.Options) { o.ACL = rules }))
-	admin := acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "adminSecret1"}
-	app := acl.Credentials{AccessKey: "appUser1", SecretKey: "appSecret1"}
-	signedCall := func(creds acl.Credentials, code protocol.RequestCode, h protocol.Header) *remoting.Command {
+	admin := sign.Credentials{AccessKey: "ferryAdmin", SecretKey: "adminSecret1"}
+	app := sign.Credentials{AccessKey: "appUser1", SecretKey: "appSecret1"}
+	signedCall := func(creds sign.Credentials, code protocol.RequestCode, h protocol.Header) *remoting.Command {
 		t.Helper()
 		cli, err := remoting.NewClient(remoting.DefaultClientOptions())
 		require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestACLWithOfficialClient(t *testing.T) {
 		require.NoError(t, err)
 		return resp
 	}
-	create := func(creds acl.Credentials, topic string) *remoting.Command {
+	create := func(creds sign.Credentials, topic string) *remoting.Command {
 		return signedCall(creds, protocol.UpdateAndCreateTopic, &protocol.CreateTopicRequestHeader{Topic: topic,
 			DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: protocol.PermRead | protocol.PermWrite})
 	}
@@ -116,7 +117,7 @@ func TestACLWithOfficialClient(t *testing.T) {
 func TestACLNameServerWithOfficialClient(t *testing.T) {
 	rules, err := acl.Parse([]byte(aclAccounts))
 	require.NoError(t, err)
-	admin := acl.Credentials{AccessKey: "ferryAdmin", SecretKey: "adminSecret1"}
+	admin := sign.Credentials{AccessKey: "ferryAdmin", SecretKey: "adminSecret1"}
 	c := testutil.StartCluster(t,
 		testutil.WithNameServerOptions(func(o *nameserver.Options) { o.ACL = rules }),
 		testutil.WithBrokerOptions(func(o *broker.Options) { o.ACL, o.Credentials = rules, admin }))

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -60,7 +60,7 @@ func TestBrokerOptionsCarryEverySetting(t *testing.T) {
 	require.False(t, o.TraceTopicEnable)
 	require.Equal(t, "MyTrace", o.MsgTraceTopicName)
 	require.Equal(t, "/etc/ferry/plain_acl.yml", o.ACLFile)
-	require.Equal(t, acl.Credentials{AccessKey: "brokerKey1", SecretKey: "brokerSecret1"}, o.Credentials)
+	require.Equal(t, sign.Credentials{AccessKey: "brokerKey1", SecretKey: "brokerSecret1"}, o.Credentials)
 	require.Equal(t, "b1", o.BrokerName)
 	require.Equal(t, "c1", o.ClusterName)
 	require.Equal(t, "127.0.0.1:20911", o.AdvertisedAddr)

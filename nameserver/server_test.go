@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -462,28 +462,28 @@ accounts:
 	s := startServer(t, func(o *Options) { o.ACLFile = file })
 	c1, c2 := newClient(t, remoting.SerializeJSON), newClient(t, remoting.SerializeJSON)
 	ns := s.Addr()
-	sign := func(creds acl.Credentials, req *remoting.Command) *remoting.Command {
+	signed := func(creds sign.Credentials, req *remoting.Command) *remoting.Command {
 		req.ExtFields = remoting.Ext(creds.SignFields(req.ExtFields, req.Body))
 		return req
 	}
-	admin := acl.Credentials{AccessKey: "brokerAdmin", SecretKey: "brokerSecret"}
-	app := acl.Credentials{AccessKey: "appUser1", SecretKey: "appSecret1"}
+	admin := sign.Credentials{AccessKey: "brokerAdmin", SecretKey: "brokerSecret"}
+	app := sign.Credentials{AccessKey: "appUser1", SecretKey: "appSecret1"}
 	master := regHeader("DefaultCluster", "broker-a", "10.0.0.5:10911", 0)
 
 	resp := invoke(t, c1, ns, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6))))
 	require.Equal(t, int16(protocol.NoPermission), resp.Code, "anonymous")
-	resp = invoke(t, c1, ns, sign(app, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
+	resp = invoke(t, c1, ns, signed(app, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
 	require.Equal(t, int16(protocol.NoPermission), resp.Code, "not an admin")
-	resp = invoke(t, c1, ns, sign(admin, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
+	resp = invoke(t, c1, ns, signed(admin, registerRequest(t, master, regBody(1, topicConfig("TopicA", 4, 6)))))
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 
 	resp = invoke(t, c2, ns, routeRequest("TopicA"))
 	require.Equal(t, int16(protocol.NoPermission), resp.Code, "an unsigned route lookup")
-	resp = invoke(t, c2, ns, sign(app, routeRequest("TopicA")))
+	resp = invoke(t, c2, ns, signed(app, routeRequest("TopicA")))
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 
 	moved := regHeader("DefaultCluster", "broker-a", "10.0.0.9:10911", 0)
-	resp = invoke(t, c2, ns, sign(admin, registerRequest(t, moved, regBody(2, topicConfig("TopicA", 4, 6)))))
+	resp = invoke(t, c2, ns, signed(admin, registerRequest(t, moved, regBody(2, topicConfig("TopicA", 4, 6)))))
 	require.Equal(t, int16(protocol.Success), resp.Code, "an admin may move a live registration: %s", resp.Remark)
 	route, ok := s.Table().TopicRoute("TopicA")
 	require.True(t, ok)

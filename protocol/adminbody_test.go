@@ -357,22 +357,6 @@ func TestConsumeMessageDirectlyResult(t *testing.T) {
 	require.Equal(t, CMResult(""), got.ConsumeResult)
 }
 
-func TestQuoteObjectKeys(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"a":1}`:                     `{"a":1}`,
-		`{{"q":0}:1}`:                 `{"{\"q\":0}":1}`,
-		`{"x":{{"a":"}"}:[{"b":2}]}}`: `{"x":{"{\"a\":\"}\"}":[{"b":2}]}}`,
-		`[{"k":{}}]`:                  `[{"k":{}}]`,
-		`{{"q":0}`:                    `{"{\"q\":0}"`,
-		`{{"q":0`:                     `{{"q":0`,
-		`{ {"q":{"n":1}} :1,{}:2}`:    `{ "{\"q\":{\"n\":1}}" :1,"{}":2}`,
-	} {
-		require.Equal(t, want, string(quoteObjectKeys([]byte(in))), in)
-	}
-	in := []byte(`{"a":[1,2]}`)
-	require.Same(t, &in[0], &quoteObjectKeys(in)[0], "unchanged input is returned as is")
-}
-
 func TestConfigProperties(t *testing.T) {
 	m := map[string]string{
 		"brokerName":       "broker-a",

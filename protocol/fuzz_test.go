@@ -75,17 +75,6 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 	})
 }
 
-// FuzzQuoteBareKeys checks the fastjson pre-pass never panics and is
-// idempotent.
-func FuzzQuoteBareKeys(f *testing.F) {
-	f.Add([]byte(`{0:"a",-1:{2:[3,{4:5}]},"s":"{6:7}"}`))
-	f.Add([]byte(`{"a\"":1}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		once := quoteBareKeys(data)
-		require.Equal(t, string(once), string(quoteBareKeys(once)))
-	})
-}
-
 // pairsOf serialises an extFields container as "k\x00v\x00k\x00v…" with
 // sorted keys, the input format of FuzzHeaderDecode.
 func pairsOf(ext remoting.Ext) []byte {
@@ -297,17 +286,5 @@ func FuzzBatchReader(f *testing.F) {
 		}
 		require.Equal(t, len(data), off)
 		require.Equal(t, string(want), string(enc))
-	})
-}
-
-// FuzzQuoteObjectKeys checks the fastjson object-key pre-pass never panics
-// and is idempotent.
-func FuzzQuoteObjectKeys(f *testing.F) {
-	f.Add([]byte(javaTopicStats))
-	f.Add([]byte(`{{"a":"}\"{"}:{{"b":1}:2},"s":"{{x}:1}",[{{}:[]}]}`))
-	f.Add([]byte(`{{"q":0`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		once := quoteObjectKeys(data)
-		require.Equal(t, string(once), string(quoteObjectKeys(once)))
 	})
 }

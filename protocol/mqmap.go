@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ferrymq/ferry/internal/fastjson"
 	"github.com/ferrymq/ferry/internal/jsonstr"
 )
 
@@ -63,7 +64,7 @@ func appendInt64Value(b []byte, v int64) ([]byte, error) {
 }
 
 // mqKey is a MessageQueue map key written as the text of a JSON object; the
-// pre-pass quoteObjectKeys turns fastjson's object keys into such strings.
+// pre-pass fastjson.QuoteObjectKeys turns fastjson's object keys into such strings.
 type mqKey MessageQueue
 
 // UnmarshalText parses the JSON object text of a queue key.
@@ -81,7 +82,7 @@ func (k *mqKey) UnmarshalText(text []byte) error {
 }
 
 // decodeMQMap decodes one MessageQueue-keyed map from raw, which has been
-// through quoteObjectKeys. null and empty maps decode as nil.
+// through fastjson.QuoteObjectKeys. null and empty maps decode as nil.
 func decodeMQMap[V any](raw json.RawMessage) (map[MessageQueue]V, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -123,53 +124,5 @@ func decodeMQMap[V any](raw json.RawMessage) (map[MessageQueue]V, error) {
 // decodeJSONObjectKeys is decodeJSON for bodies that may hold fastjson maps
 // with object keys: those keys are turned into JSON strings first.
 func decodeJSONObjectKeys(what string, data []byte, v any) error {
-	return decodeJSON(what, quoteObjectKeys(data), v)
-}
-
-// quoteObjectKeys rewrites object keys written as JSON objects, which
-// fastjson emits for maps keyed by a bean ({{"queueId":0}:1}), into JSON
-// strings holding the object's text ({"{\"queueId\":0}":1}). Everything else
-// is copied unchanged; if nothing needs rewriting the input slice itself is
-// returned. Malformed input is left for the JSON decoder to reject.
-func quoteObjectKeys(data []byte) []byte {
-	return quoteKeys(data, func(data []byte, i int) int {
-		if data[i] != '{' {
-			return -1
-		}
-		return matchJSONObject(data, i)
-	})
-}
-
-// skipJSONString returns the index just past the string literal starting
-// with the quote at data[i] (len(data) if it is unterminated).
-func skipJSONString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
-}
-
-// matchJSONObject returns the index just past the '}' closing the object
-// that starts with the '{' at data[i], or -1 if it is not closed.
-func matchJSONObject(data []byte, i int) int {
-	depth := 0
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			i = skipJSONString(data, i) - 1
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
+	return decodeJSON(what, fastjson.QuoteObjectKeys(data), v)
 }

@@ -193,27 +193,6 @@ func TestDecodeTopicRouteDataErrors(t *testing.T) {
 	}
 }
 
-func TestQuoteBareKeys(t *testing.T) {
-	for in, want := range map[string]string{
-		`{0:"a"}`:                     `{"0":"a"}`,
-		`{0:"a",-12:"b"}`:             `{"0":"a","-12":"b"}`,
-		`{ 0 : "a" ,	1:"b"}`:          `{ "0" : "a" ,	"1":"b"}`,
-		`{"m":{1:{2:"x"}},"n":[1,2]}`: `{"m":{"1":{"2":"x"}},"n":[1,2]}`,
-		`[{3:4},5,{6:[7,{8:9}]}]`:     `[{"3":4},5,{"6":[7,{"8":9}]}]`,
-		`{"k":"{0:1}","j":"a\"{0:"}`:  `{"k":"{0:1}","j":"a\"{0:"}`,
-		`{"a":1,"b":{}}`:              `{"a":1,"b":{}}`,
-		`{"a\\":{7:"x"}}`:             `{"a\\":{"7":"x"}}`,
-	} {
-		require.Equal(t, want, string(quoteBareKeys([]byte(in))), in)
-	}
-	same := []byte(`{"0":"a"}`)
-	require.Equal(t, &same[0], &quoteBareKeys(same)[0], "unchanged input is returned as is")
-	// Malformed input is passed through without panicking.
-	for _, in := range []string{`{"`, `{"\`, `}}}]]`, `{-`, `{0`, `{"a":"\"}`} {
-		require.NotPanics(t, func() { quoteBareKeys([]byte(in)) })
-	}
-}
-
 func TestClusterInfo(t *testing.T) {
 	ci := &ClusterInfo{
 		BrokerAddrTable: map[string]BrokerData{

@@ -49,7 +49,7 @@
 //     Shutdown nothing is delivered twice. After a crash, the messages delivered since the
 //     last persistence (at most about one FlushInterval of deliveries) are delivered
 //     again; nothing is lost. Progress is written only after the store has dispatched
-//     every delivery it counts (with commitlog.FlushSync: made them durable), so a crash
+//     every delivery it counts (with store.FlushSync: made them durable), so a crash
 //     can repeat a delivery but never skip one.
 //
 // # Files

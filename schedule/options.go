@@ -8,10 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/delaylevel"
 	"github.com/ferrymq/ferry/internal/mmap"
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -25,18 +23,10 @@ const MaxLevels = delaylevel.MaxLevels
 // Store is what the service needs from the message store; *store.Store implements it.
 // The store must be opened (recovered) before New, and shut down after Shutdown.
 type Store interface {
-	// PutMessage appends one record (the delivered message).
-	PutMessage(rec *message.Record, wait bool) (commitlog.AppendResult, error)
-	// GetMessages reads a consume queue; filter sees every scanned unit's tags code, in
-	// queue order, starting at offset.
-	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
-		filter func(tagsCode int64) bool) (*store.GetResult, error)
-	// MinOffset is the first queue offset still stored.
-	MinOffset(topic string, queueID int32) int64
-	// MaxOffset is the next queue offset to be written.
-	MaxOffset(topic string, queueID int32) int64
+	// Queues puts the delivered messages and reads the level and timer queues.
+	store.Queues
 	// WaitDispatched blocks until every record below phy is in the consume queues (with
-	// commitlog.FlushSync that also means durable) or ctx ends. Progress is persisted only
+	// store.FlushSync that also means durable) or ctx ends. Progress is persisted only
 	// for deliveries the store has dispatched, so a crash cannot keep a cursor past a
 	// delivered message the commit log lost.
 	WaitDispatched(ctx context.Context, phy int64) error

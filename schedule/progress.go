@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/fastjson"
 	"github.com/ferrymq/ferry/protocol"
 )
 
@@ -42,7 +43,7 @@ type delayOffsets struct {
 // decodeDelayOffsets decodes config/delayOffset.json into level → offset.
 func decodeDelayOffsets(data []byte) (map[int]int64, error) {
 	var f delayOffsets
-	if err := json.Unmarshal(quoteBareKeys(data), &f); err != nil {
+	if err := json.Unmarshal(fastjson.QuoteBareKeys(data), &f); err != nil {
 		return nil, fmt.Errorf("schedule: %s: %w", delayOffsetFile, err)
 	}
 	out := make(map[int]int64, len(f.OffsetTable))
@@ -134,58 +135,6 @@ func encodeTimerProgress(w int64, done []offsetRange) []byte {
 		b = append(b, ']')
 	}
 	return append(b, "]}\n"...)
-}
-
-// quoteBareKeys rewrites object keys written as bare integers ({1:5}, fastjson's form of
-// Map<Integer,Long>) as JSON strings ({"1":5}). It tracks strings and nesting only;
-// anything else malformed is left for the JSON decoder to reject. It returns data itself
-// when there is nothing to rewrite.
-func quoteBareKeys(data []byte) []byte {
-	var (
-		out      []byte
-		copied   int
-		inObject []bool // one entry per open container
-		keyNext  bool   // the next token is an object key
-	)
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == '"':
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
-				}
-			}
-			keyNext = false
-		case c == '{' || c == '[':
-			inObject = append(inObject, c == '{')
-			keyNext = c == '{'
-		case c == '}' || c == ']':
-			if len(inObject) > 0 {
-				inObject = inObject[:len(inObject)-1]
-			}
-			keyNext = false
-		case c == ',':
-			keyNext = len(inObject) > 0 && inObject[len(inObject)-1]
-		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
-		case keyNext && (c == '-' || ('0' <= c && c <= '9')):
-			j := i + 1
-			for j < len(data) && '0' <= data[j] && data[j] <= '9' {
-				j++
-			}
-			out = append(out, data[copied:i]...)
-			out = append(out, '"')
-			out = append(out, data[i:j]...)
-			out = append(out, '"')
-			copied, i, keyNext = j, j-1, false
-		default:
-			keyNext = false
-		}
-	}
-	if out == nil {
-		return data
-	}
-	return append(out, data[copied:]...)
 }
 
 // readConfig reads a progress file; a missing file returns nil, nil.

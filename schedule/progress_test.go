@@ -30,22 +30,6 @@ func TestDelayOffsetsFile(t *testing.T) {
 	}
 }
 
-func TestQuoteBareKeys(t *testing.T) {
-	for in, want := range map[string]string{
-		`{1:2}`:                       `{"1":2}`,
-		`{"a":{-1:2,3:[4,{5:6}]}}`:    `{"a":{"-1":2,"3":[4,{"5":6}]}}`,
-		`{"k\"1":2}`:                  `{"k\"1":2}`,
-		`[1,2,{3:4}]`:                 `[1,2,{"3":4}]`,
-		`{"s":"{1:2}", 7 :8}`:         `{"s":"{1:2}", "7" :8}`,
-		`{"offsetTable":{}}`:          `{"offsetTable":{}}`,
-		`{1:{2:{3:4}}}`:               `{"1":{"2":{"3":4}}}`,
-		`unbalanced}}]] {9:`:          `unbalanced}}]] {"9":`,
-		`{"unterminated string \\\"}`: `{"unterminated string \\\"}`,
-	} {
-		require.Equal(t, want, string(quoteBareKeys([]byte(in))), in)
-	}
-}
-
 func TestTimerProgressFile(t *testing.T) {
 	b := encodeTimerProgress(120, []offsetRange{{125, 130}, {131, 132}})
 	require.Equal(t, "{\"version\":1,\"watermark\":120,\"delivered\":[[125,130],[131,132]]}\n", string(b))

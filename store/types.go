@@ -1,6 +1,9 @@
 package store
 
-import "github.com/ferrymq/ferry/commitlog"
+import (
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/message"
+)
 
 // The store is the facade of its parts: these names let the layers above (broker,
 // schedule, transaction) use the commit log's result and view types without importing
@@ -28,6 +31,25 @@ const (
 	// FlushSync acknowledges an append only once it is durable (group commit).
 	FlushSync = commitlog.FlushSync
 )
+
+// Queues is the part of the store the services above it (schedule, transaction) put
+// and read messages through; *Store implements it, and their tests substitute stores
+// that fail on purpose. Each service's own Store interface embeds it and adds what else
+// it needs.
+type Queues interface {
+	// PutMessage appends one record; see Store.PutMessage.
+	PutMessage(rec *message.Record, wait bool) (PutResult, error)
+	// GetMessages reads a consume queue; filter sees every scanned unit's tags code, in
+	// queue order, starting at offset. See Store.GetMessages.
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
+		filter func(tagsCode int64) bool) (*GetResult, error)
+	// MinOffset is the first queue offset still stored.
+	MinOffset(topic string, queueID int32) int64
+	// MaxOffset is the next queue offset to be written.
+	MaxOffset(topic string, queueID int32) int64
+}
+
+var _ Queues = (*Store)(nil)
 
 // ReadRecordBytes returns the stored bytes of the record at a commit-log offset (the
 // wire form of a pulled or viewed message) and the view holding them; the caller

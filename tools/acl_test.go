@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -52,7 +53,7 @@ accounts:
 		for code, h := range handlers {
 			record := func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 				c.mu.Lock()
-				c.keys = append(c.keys, req.ExtFields.Value(acl.FieldAccessKey))
+				c.keys = append(c.keys, req.ExtFields.Value(sign.FieldAccessKey))
 				c.mu.Unlock()
 				return h(ctx, ch, req)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
 )
@@ -44,7 +43,7 @@ func (s *Service) do(a action) {
 
 // readHalf reads the half message at ref, checking it is what the machine thinks it is.
 // gone reports a record that is not (or no longer) there.
-func (s *Service) readHalf(ref copyRef) (rec message.Record, view *commitlog.View, gone bool, err error) {
+func (s *Service) readHalf(ref copyRef) (rec message.Record, view *store.View, gone bool, err error) {
 	rec, view, err = s.opts.Store.ReadMessage(ref.phy)
 	if err != nil {
 		return rec, nil, isGone(err), err

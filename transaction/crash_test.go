@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
@@ -30,7 +29,7 @@ type killStore struct {
 	onKill func()
 }
 
-func (k *killStore) PutMessage(rec *message.Record, wait bool) (commitlog.AppendResult, error) {
+func (k *killStore) PutMessage(rec *message.Record, wait bool) (store.PutResult, error) {
 	k.mu.Lock()
 	k.writes++
 	if k.writes == k.killAt && k.onKill != nil {
@@ -40,7 +39,7 @@ func (k *killStore) PutMessage(rec *message.Record, wait bool) (commitlog.Append
 	dead := k.killAt > 0 && k.writes >= k.killAt
 	k.mu.Unlock()
 	if dead {
-		return commitlog.AppendResult{}, errKilled
+		return store.PutResult{}, errKilled
 	}
 	return k.Store.PutMessage(rec, wait)
 }

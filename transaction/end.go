@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/store"
 )
 
 // bookkeeping returns the properties that steer the check-back service, plus extra. A
@@ -215,7 +215,7 @@ func (s *Service) commit(rec *message.Record, origin, phy int64) error {
 	if err != nil && res.Count == 0 {
 		return fmt.Errorf("transaction: commit to %s: %w", msg.Topic, err)
 	}
-	if err != nil || res.Status != commitlog.PutOK {
+	if err != nil || res.Status != store.PutOK {
 		s.log.Warn().Err(err).Stringer("status", res.Status).Str("topic", string(msg.Topic)).
 			Msg("committed message written but not known to be durable")
 	}

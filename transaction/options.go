@@ -8,25 +8,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
 )
 
-// Store is what the service needs from the message store (*store.Store implements it).
+// Store is what the service needs from the message store (*store.Store implements it):
+// the queues, and the record at a commit-log offset.
 type Store interface {
-	// PutMessage appends one record; see store.Store.PutMessage.
-	PutMessage(rec *message.Record, wait bool) (commitlog.AppendResult, error)
-	// GetMessages reads a consume queue; see store.Store.GetMessages.
-	GetMessages(topic string, queueID int32, offset int64, maxMsgs, maxBytes int,
-		filter func(tagsCode int64) bool) (*store.GetResult, error)
+	store.Queues
 	// ReadMessage reads the record at a commit-log offset; see store.Store.ReadMessage.
-	ReadMessage(phy int64) (message.Record, *commitlog.View, error)
-	// MinOffset is the first queue offset still stored.
-	MinOffset(topic string, queueID int32) int64
-	// MaxOffset is the next queue offset to be written.
-	MaxOffset(topic string, queueID int32) int64
+	ReadMessage(phy int64) (message.Record, *store.View, error)
 }
 
 // Checker sends CHECK_TRANSACTION_STATE to one live producer of a group. The broker
@@ -87,7 +79,7 @@ type EndRequest struct {
 type PrepareResult struct {
 	// Append is the store's result for the half record (PhysicalOffset gives the offset
 	// message id "msgId"; QueueOffset is the half-queue offset "queueOffset").
-	Append commitlog.AppendResult
+	Append store.PutResult
 	// QueueID is the real queue the producer asked for ("queueId").
 	QueueID int32
 	// TransactionID is the UNIQ_KEY ("transactionId"), "" if the message has none.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
 )
@@ -366,7 +365,7 @@ func (s *Service) running() bool {
 
 // put appends rec; a record that reached the log counts as written even if its flush
 // failed or timed out (RocketMQ's "sent but" statuses), which is logged.
-func (s *Service) put(rec *message.Record) (commitlog.AppendResult, error) {
+func (s *Service) put(rec *message.Record) (store.PutResult, error) {
 	res, err := s.opts.Store.PutMessage(rec, false)
 	if err != nil && res.Count > 0 {
 		s.log.Warn().Err(err).Str("topic", string(rec.Topic)).Msg("transaction record written but not flushed")

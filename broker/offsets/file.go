@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/broker/internal/metafile"
+	"github.com/ferrymq/ferry/internal/fastjson"
 )
 
 // File names under Options.Dir (see the package doc for the format).
@@ -19,7 +20,7 @@ const (
 	fileName  = "consumerOffset.json"
 )
 
-// fileIn is the shape read from consumerOffset.json (after quoteIntKeys).
+// fileIn is the shape read from consumerOffset.json (after fastjson.QuoteBareKeys).
 type fileIn struct {
 	OffsetTable map[string]map[string]json.RawMessage `json:"offsetTable"`
 }
@@ -75,7 +76,7 @@ func encodeEntries(entries []entry) []byte {
 // unusable entries are skipped and reported through log.
 func decodeTable(data []byte, log *zerolog.Logger) (map[Key]int64, error) {
 	var in fileIn
-	if err := metafile.DecodeObject(data, &in, quoteIntKeys); err != nil {
+	if err := metafile.DecodeObject(data, &in, fastjson.QuoteBareKeys); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	table := make(map[Key]int64)

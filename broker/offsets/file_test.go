@@ -7,28 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/broker/internal/metafile/metafiletest"
+	"github.com/ferrymq/ferry/internal/fastjson"
 	"github.com/ferrymq/ferry/internal/logging"
 )
-
-func TestQuoteIntKeys(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`{}`, `{}`},
-		{`{0:1}`, `{"0":1}`},
-		{`{"t@g":{0:250,1:249,12:0}}`, `{"t@g":{"0":250,"1":249,"12":0}}`},
-		{`{-1:5, 7 :6}`, `{"-1":5, "7" :6}`},
-		{"{\n\t\"a\":{0:0\n\t\t}\n}", "{\n\t\"a\":{\"0\":0\n\t\t}\n}"},
-		{`{"0":1}`, `{"0":1}`},
-		{`[0,1,{2:3}]`, `[0,1,{"2":3}]`},
-		{`{"a":[1,2],3:4}`, `{"a":[1,2],"3":4}`},
-		{`{"s":"{0:1}","k\"{1:2":3}`, `{"s":"{0:1}","k\"{1:2":3}`},
-		{`{"a":1}}}]]{5:`, `{"a":1}}}]]{"5":`},
-		{`"unterminated {0:1`, `"unterminated {0:1`},
-		{`{"x":"\\"}`, `{"x":"\\"}`},
-	}
-	for _, tc := range cases {
-		require.Equal(t, tc.want, string(quoteIntKeys([]byte(tc.in))), tc.in)
-	}
-}
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	entries := []entry{
@@ -58,7 +39,7 @@ func FuzzLoadOffsets(f *testing.F) {
 	log := logging.Nop()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if json.Valid(data) {
-			require.Equal(t, data, quoteIntKeys(data))
+			require.Equal(t, data, fastjson.QuoteBareKeys(data))
 		}
 		table, err := decodeTable(data, &log)
 		if err != nil {
