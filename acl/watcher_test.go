@@ -3,6 +3,7 @@ package acl
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,11 +82,13 @@ func TestWatcherReloads(t *testing.T) {
 	write("accounts:\n  - {accessKey: account1, secretKey: short}\n")
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) == 1 }, 5*time.Second, 5*time.Millisecond)
 	time.Sleep(100 * time.Millisecond) // more polls: no more reports, no swap
-	mu.Lock()
-	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], ErrInvalidConfig)
-	require.NotContains(t, errs[0].Error(), "short\"")
-	mu.Unlock()
+	// Copied out: a failed assertion under mu would leave the watcher's callbacks
+	// blocked and hang the test instead of failing it.
+	snapshot := func() ([]error, int) { mu.Lock(); defer mu.Unlock(); return slices.Clone(errs), reloaded }
+	gotErrs, _ := snapshot()
+	require.Len(t, gotErrs, 1)
+	require.ErrorIs(t, gotErrs[0], ErrInvalidConfig)
+	require.NotContains(t, gotErrs[0].Error(), "short\"")
 	require.Same(t, before, w.ACL())
 	require.NoError(t, send("account2", "secret-two"))
 	require.Contains(t, logs.String(), "accounts file rejected")
@@ -93,16 +96,16 @@ func TestWatcherReloads(t *testing.T) {
 	// A removed file keeps the rules too.
 	require.NoError(t, os.Remove(path))
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) == 2 }, 5*time.Second, 5*time.Millisecond)
-	require.ErrorIs(t, errs[1], os.ErrNotExist)
+	gotErrs, _ = snapshot()
+	require.ErrorIs(t, gotErrs[1], os.ErrNotExist)
 	require.Same(t, before, w.ACL())
 
 	// Fixed again.
 	write(v1)
 	require.Eventually(t, func() bool { return send("account2", "secret-two") != nil }, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, send("account1", "secret-one"))
-	mu.Lock()
-	require.Equal(t, 2, reloaded)
-	mu.Unlock()
+	_, gotReloaded := snapshot()
+	require.Equal(t, 2, gotReloaded)
 	require.Contains(t, logs.String(), "acl: rules reloaded")
 
 	// Reload applies immediately or reports.

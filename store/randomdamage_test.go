@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -87,6 +90,11 @@ func TestRandomDamageBelowTheCheckpoint(t *testing.T) {
 		s, err := Open(to)
 		require.NoError(t, err, "%s: the store starts", desc)
 		s.Start()
+		// What recovery left stalled is dispatched again in the background (every
+		// stallRetry): the check starts once the derived files have caught up.
+		testkit.Eventually(t, 10*time.Second, func() bool {
+			return s.dispatched.Load() >= s.cl.MaxOffset() && s.stallFloor.Load() == math.MaxInt64
+		}, desc+": dispatch caught up")
 		checkServed(t, s, desc, written, orig, cur, segSize)
 		require.NoError(t, s.Shutdown(context.Background()), desc)
 	}
