@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,13 +77,12 @@ func newPushConsumer(t *testing.T, c *testutil.Cluster, group, topic, expr strin
 // newSelectorConsumer starts an official push consumer subscribed to topic with sel.
 func newSelectorConsumer(t *testing.T, c *testutil.Cluster, group, topic string, sel consumer.MessageSelector, h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
-	bc := &balancedConsumer{allocated: make(chan struct{}, 16)}
+	bc := &balancedConsumer{}
 	all := append([]consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
 		consumer.WithGroupName(group),
 		consumer.WithInstance(instance("c")),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithStrategy(bc.allocate), // a test's own WithStrategy replaces it
 	}, opts...)
 	pc, err := rocketmq.NewPushConsumer(all...)
 	require.NoError(t, err)
@@ -94,46 +95,49 @@ func newSelectorConsumer(t *testing.T, c *testutil.Cluster, group, topic string,
 
 // startBalanceWait bounds how long a balancedConsumer's Shutdown waits for its start
 // rebalance.
-const startBalanceWait = 2 * time.Second
+const startBalanceWait = 5 * time.Second
 
 // balancedConsumer is an official push consumer whose Shutdown first waits (at most
-// startBalanceWait) until the rebalance its Start launched has allocated the queues of
-// both subscriptions, the topic and the group's retry topic. That goroutine reads a flag
-// of the client's that Shutdown writes without synchronisation (rmqClient.close): a data
-// race inside the official client, which the race detector reports when a test ends
-// within milliseconds of starting a consumer. The allocation call orders those reads
-// before Shutdown.
+// startBalanceWait) until the rebalance goroutine its Start launched has ended. That
+// goroutine reads a flag of the client's that Shutdown writes without synchronisation
+// (rmqClient.close): a data race inside the official client, which the race detector
+// reports when a test ends within a second of starting a consumer. Counting allocation
+// calls did not order it: rebalances are serialised, and one triggered by a group change
+// can allocate every subscription before the start goroutine even runs.
 type balancedConsumer struct {
 	rocketmq.PushConsumer
-	allocated chan struct{} // a value per allocation (extra ones dropped)
-	once      sync.Once
+	once sync.Once
 }
 
-// allocate is the consumer's strategy: AllocateByAveragely, announced on allocated.
-func (c *balancedConsumer) allocate(group, id string, mqs []*primitive.MessageQueue, ids []string) []*primitive.MessageQueue {
-	defer func() {
-		select {
-		case c.allocated <- struct{}{}:
-		default:
+// startRebalanceCreator is how a goroutine dump names the creator of the rebalance
+// goroutine an official push consumer's Start launches (its other goroutines are
+// created by Start.func1 and the like).
+const startRebalanceCreator = "created by github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).Start in goroutine"
+
+// startRebalanceRunning reports whether a push consumer's start rebalance goroutine is
+// still running in this process (a goroutine dump, grown until it fits).
+func startRebalanceRunning() bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return bytes.Contains(buf[:n], []byte(startRebalanceCreator))
 		}
-	}()
-	return consumer.AllocateByAveragely(group, id, mqs, ids)
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
-// Shutdown waits for the start rebalance (once), suspends the consumer — a suspended
-// consumer skips the rebalances a NOTIFY_CONSUMER_IDS_CHANGED triggers, which would
-// otherwise race with Shutdown the same way when another member leaves meanwhile — then
-// shuts it down.
+// Shutdown waits for the start rebalance to end (once), suspends the consumer — a
+// suspended consumer skips the rebalances a NOTIFY_CONSUMER_IDS_CHANGED triggers, which
+// would otherwise race with Shutdown the same way when another member leaves meanwhile —
+// then shuts it down. The wait polls a goroutine dump: the goroutine's end is what orders
+// its reads before Shutdown's write, and nothing of the client's signals it.
 func (c *balancedConsumer) Shutdown() error {
 	c.once.Do(func() {
 		defer c.Suspend()
-		deadline := time.After(startBalanceWait)
-		for range 2 {
-			select {
-			case <-c.allocated:
-			case <-deadline:
-				return
-			}
+		deadline := time.Now().Add(startBalanceWait)
+		for startRebalanceRunning() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
 		}
 	})
 	return c.PushConsumer.Shutdown()
