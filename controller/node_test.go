@@ -2,12 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -225,4 +227,23 @@ func TestOptionsValidate(t *testing.T) {
 		_, err = Open(o)
 		require.ErrorIs(t, err, ErrBadOptions, name)
 	}
+}
+
+// Closing the stream layer closes the connections it accepted: hashicorp/raft serves each
+// in a goroutine that otherwise lives until the other node hangs up.
+func TestStreamLayerClosesAcceptedConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &streamLayer{ln: ln, advertise: ln.Addr()}
+	client, err := s.Dial(raft.ServerAddress(ln.Addr().String()), 5*time.Second)
+	require.NoError(t, err)
+	defer client.Close()
+	server, err := s.Accept()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = client.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the accepted side was closed")
+	_, err = s.Accept()
+	require.Error(t, err)
+	_ = server.Close() // already closed by the layer
 }
