@@ -241,6 +241,8 @@ func TestStreamLayerClosesAcceptedConns(t *testing.T) {
 	server, err := s.Accept()
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+	// The deadline only turns a hang into a failure.
+	require.NoError(t, client.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err = client.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF, "the accepted side was closed")
 	_, err = s.Accept()
