@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Errors a command may be refused with. A refused command changes nothing, except an
+// election that finds no candidate: it records that the group has no master
+// (ErrNoCandidate with Result.Changed set).
+var (
+	// ErrUnknownGroup: the command names a broker group nobody registered.
+	ErrUnknownGroup = errors.New("controller: unknown broker group")
+	// ErrUnknownBroker: the command names a broker id that is not a member of the group.
+	ErrUnknownBroker = errors.New("controller: unknown broker id")
+	// ErrAddressInUse: a broker registers with an id under an address another member holds.
+	ErrAddressInUse = errors.New("controller: address held by another member")
+	// ErrNotMaster: an alter-SyncStateSet request from a broker that is not the master.
+	ErrNotMaster = errors.New("controller: not the group's master")
+	// ErrStaleEpoch: a request quoting a master epoch other than the current one.
+	ErrStaleEpoch = errors.New("controller: stale master epoch")
+	// ErrStaleSyncStateSet: an alter-SyncStateSet request quoting an old SyncStateSet epoch.
+	ErrStaleSyncStateSet = errors.New("controller: stale SyncStateSet epoch")
+	// ErrMasterNotInSet: a new SyncStateSet without the master in it.
+	ErrMasterNotInSet = errors.New("controller: SyncStateSet must contain the master")
+	// ErrNoChange: an alter-SyncStateSet request for the set already in place.
+	ErrNoChange = errors.New("controller: SyncStateSet unchanged")
+	// ErrMasterAlive: an election while the master is alive and eligible (and no other
+	// broker was designated).
+	ErrMasterAlive = errors.New("controller: master still alive")
+	// ErrNotEligible: the designated broker is not alive or (without unclean election)
+	// not in the SyncStateSet.
+	ErrNotEligible = errors.New("controller: designated broker not eligible")
+	// ErrNoCandidate: no alive broker may be elected; the group is left without a master.
+	ErrNoCandidate = errors.New("controller: no eligible broker to elect")
+	// ErrBadCommand: a command that does not decode or has an unknown kind.
+	ErrBadCommand = errors.New("controller: bad command")
+)
+
+// NoBroker is the broker id meaning "none": assigned ids start at 1 (a master registers
+// with the name servers as broker id 0 whatever its assigned id).
+const NoBroker int64 = 0
+
+// Group is the replicated state of one broker group (a brokerName).
+type Group struct {
+	// Name is the broker group's name (brokerName).
+	Name string
+	// Members maps each assigned broker id to the broker's address.
+	Members map[int64]string
+	// NextID is the id the next new broker will be assigned.
+	NextID int64
+	// Master is the master's broker id, NoBroker when the group has none.
+	Master int64
+	// MasterEpoch is bumped by every election; 0 before the first.
+	MasterEpoch int32
+	// SyncStateSet lists, ascending, the replicas in sync with the master (the master
+	// included while there is one).
+	SyncStateSet []int64
+	// SyncStateSetEpoch is bumped by every change of the SyncStateSet.
+	SyncStateSetEpoch int32
+}
+
+// clone returns a deep copy.
+func (g *Group) clone() Group {
+	c := *g
+	c.Members = maps.Clone(g.Members)
+	c.SyncStateSet = slices.Clone(g.SyncStateSet)
+	return c
+}
+
+// inSet reports whether id is in the SyncStateSet.
+func (g *Group) inSet(id int64) bool {
+	_, found := slices.BinarySearch(g.SyncStateSet, id)
+	return found
+}
+
+// Replica is one broker as the Raft leader sees it when it proposes an election: alive
+// (its heartbeat has not lapsed) with the log offset and epoch its last heartbeat
+// reported.
+type Replica struct {
+	// ID is the broker's assigned id.
+	ID int64
+	// Epoch is the last master epoch in the broker's log.
+	Epoch int32
+	// Offset is the broker's maximum commit-log offset.
+	Offset int64
+}
+
+// Kind is a command's type.
+type Kind uint8
+
+// The command kinds. Values are part of the encoded layout: never renumber.
+const (
+	// KindRegister registers a broker (assigning an id) or updates its address.
+	KindRegister Kind = 1
+	// KindElect elects a master.
+	KindElect Kind = 2
+	// KindAlterSyncStateSet replaces the SyncStateSet at the master's request.
+	KindAlterSyncStateSet Kind = 3
+)
+
+// Command is one entry of the replicated log. Which fields matter depends on Kind.
+// Everything the outcome depends on is in the command (liveness and offsets included),
+// so that every node applying it reaches the same state.
+type Command struct {
+	// Kind selects the command.
+	Kind Kind
+	// Group is the broker group.
+	Group string
+	// BrokerID is, for KindRegister, the id a broker already holds (NoBroker to be
+	// assigned one); for KindElect, the designated broker (NoBroker: the policy
+	// chooses); for KindAlterSyncStateSet, the requesting master.
+	BrokerID int64
+	// Addr is the registering broker's address (KindRegister).
+	Addr string
+	// Alive lists the brokers alive when the election was proposed, with their reported
+	// epochs and offsets (KindElect).
+	Alive []Replica
+	// Unclean allows electing a broker outside the SyncStateSet (KindElect).
+	Unclean bool
+	// MasterEpoch and SyncStateSetEpoch are what the master quotes (KindAlterSyncStateSet).
+	MasterEpoch, SyncStateSetEpoch int32
+	// SyncStateSet is the requested set (KindAlterSyncStateSet).
+	SyncStateSet []int64
+}
+
+// Result is the outcome of applying one command.
+type Result struct {
+	// Err is nil on success, else one of the Err* values (test with errors.Is).
+	Err error
+	// Changed reports whether the state changed.
+	Changed bool
+	// BrokerID is the registered broker's id (KindRegister) or the elected master.
+	BrokerID int64
+	// Group is the group's state after the command (zero for an unknown group).
+	Group Group
+}
+
+// Machine is the controller's deterministic state machine: no goroutines, clocks or
+// I/O. Raft applies the same commands in the same order on every node, so every node
+// holds the same Machine. A Machine is not safe for concurrent use.
+type Machine struct {
+	groups map[string]*Group
+}
+
+// NewMachine returns an empty machine.
+func NewMachine() *Machine { return &Machine{groups: make(map[string]*Group)} }
+
+// Group returns a copy of a group's state.
+func (m *Machine) Group(name string) (Group, bool) {
+	g, ok := m.groups[name]
+	if !ok {
+		return Group{}, false
+	}
+	return g.clone(), true
+}
+
+// Groups returns a copy of every group's state, sorted by name.
+func (m *Machine) Groups() []Group {
+	out := make([]Group, 0, len(m.groups))
+	for _, name := range slices.Sorted(maps.Keys(m.groups)) {
+		out = append(out, m.groups[name].clone())
+	}
+	return out
+}
+
+// Apply applies one command.
+func (m *Machine) Apply(c Command) Result {
+	var r Result
+	switch c.Kind {
+	case KindRegister:
+		r = m.register(c)
+	case KindElect:
+		r = m.elect(c)
+	case KindAlterSyncStateSet:
+		r = m.alter(c)
+	default:
+		return Result{Err: fmt.Errorf("%w: kind %d", ErrBadCommand, c.Kind)}
+	}
+	if g, ok := m.groups[c.Group]; ok {
+		r.Group = g.clone()
+	}
+	return r
+}
+
+// register adds a broker or updates a known broker's address. A broker without an id
+// whose address is already a member's gets that member's id back (a retried request).
+func (m *Machine) register(c Command) Result {
+	g, ok := m.groups[c.Group]
+	if c.BrokerID != NoBroker {
+		if !ok {
+			return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
+		}
+		old, member := g.Members[c.BrokerID]
+		if !member {
+			return Result{Err: fmt.Errorf("%w: %d in %q", ErrUnknownBroker, c.BrokerID, c.Group)}
+		}
+		if old == c.Addr {
+			return Result{BrokerID: c.BrokerID}
+		}
+		for id, addr := range g.Members {
+			if addr == c.Addr && id != c.BrokerID {
+				return Result{Err: fmt.Errorf("%w: %s is broker %d", ErrAddressInUse, c.Addr, id)}
+			}
+		}
+		g.Members[c.BrokerID] = c.Addr
+		return Result{BrokerID: c.BrokerID, Changed: true}
+	}
+	if !ok {
+		g = &Group{Name: c.Group, Members: make(map[int64]string), NextID: 1}
+		m.groups[c.Group] = g
+	}
+	for id, addr := range g.Members {
+		if addr == c.Addr {
+			return Result{BrokerID: id}
+		}
+	}
+	id := g.NextID
+	g.NextID++
+	g.Members[id] = c.Addr
+	return Result{BrokerID: id, Changed: true}
+}
+
+// elect chooses a master among the alive brokers: from the SyncStateSet (from every
+// member before the group's first election, or with Unclean when no member of the set
+// is alive), the one with the highest (epoch, offset), the lowest id on a tie. The
+// master stays when it is alive and eligible, unless another broker is designated.
+func (m *Machine) elect(c Command) Result {
+	g, ok := m.groups[c.Group]
+	if !ok {
+		return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
+	}
+	first := g.MasterEpoch == 0
+	var clean, all []Replica
+	for _, r := range c.Alive {
+		if _, member := g.Members[r.ID]; !member || slices.ContainsFunc(all, func(o Replica) bool { return o.ID == r.ID }) {
+			continue
+		}
+		all = append(all, r)
+		if first || g.inSet(r.ID) {
+			clean = append(clean, r)
+		}
+	}
+	candidates := clean
+	if len(candidates) == 0 && c.Unclean {
+		candidates = all
+	}
+	has := func(id int64) bool {
+		return slices.ContainsFunc(candidates, func(r Replica) bool { return r.ID == id })
+	}
+	if g.Master != NoBroker && has(g.Master) && (c.BrokerID == NoBroker || c.BrokerID == g.Master) {
+		return Result{Err: fmt.Errorf("%w: broker %d at epoch %d", ErrMasterAlive, g.Master, g.MasterEpoch), BrokerID: g.Master}
+	}
+	pick := NoBroker
+	if c.BrokerID != NoBroker {
+		if !has(c.BrokerID) {
+			return Result{Err: fmt.Errorf("%w: broker %d", ErrNotEligible, c.BrokerID)}
+		}
+		pick = c.BrokerID
+	} else if len(candidates) > 0 {
+		best := candidates[0]
+		for _, r := range candidates[1:] {
+			if r.Epoch > best.Epoch || (r.Epoch == best.Epoch && (r.Offset > best.Offset || (r.Offset == best.Offset && r.ID < best.ID))) {
+				best = r
+			}
+		}
+		pick = best.ID
+	}
+	if pick == NoBroker {
+		changed := g.Master != NoBroker
+		g.Master = NoBroker
+		return Result{Err: fmt.Errorf("%w in %q", ErrNoCandidate, c.Group), Changed: changed}
+	}
+	g.Master = pick
+	g.MasterEpoch++
+	g.SyncStateSet = []int64{pick}
+	g.SyncStateSetEpoch++
+	return Result{BrokerID: pick, Changed: true}
+}
+
+// alter replaces the SyncStateSet at the request of the current master at the current
+// epochs. The leader checks before proposing that every new member is alive.
+func (m *Machine) alter(c Command) Result {
+	g, ok := m.groups[c.Group]
+	if !ok {
+		return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
+	}
+	switch {
+	case g.Master == NoBroker || c.BrokerID != g.Master:
+		return Result{Err: fmt.Errorf("%w: broker %d, master is %d", ErrNotMaster, c.BrokerID, g.Master)}
+	case c.MasterEpoch != g.MasterEpoch:
+		return Result{Err: fmt.Errorf("%w: %d, current %d", ErrStaleEpoch, c.MasterEpoch, g.MasterEpoch)}
+	case c.SyncStateSetEpoch != g.SyncStateSetEpoch:
+		return Result{Err: fmt.Errorf("%w: %d, current %d", ErrStaleSyncStateSet, c.SyncStateSetEpoch, g.SyncStateSetEpoch)}
+	}
+	set := slices.Clone(c.SyncStateSet)
+	slices.Sort(set)
+	set = slices.Compact(set)
+	for _, id := range set {
+		if _, member := g.Members[id]; !member {
+			return Result{Err: fmt.Errorf("%w: %d in %q", ErrUnknownBroker, id, c.Group)}
+		}
+	}
+	if _, found := slices.BinarySearch(set, g.Master); !found {
+		return Result{Err: fmt.Errorf("%w: %v without %d", ErrMasterNotInSet, set, g.Master)}
+	}
+	if slices.Equal(set, g.SyncStateSet) {
+		return Result{Err: fmt.Errorf("%w: %v", ErrNoChange, set)}
+	}
+	g.SyncStateSet = set
+	g.SyncStateSetEpoch++
+	return Result{BrokerID: g.Master, Changed: true}
+}
