@@ -170,7 +170,10 @@ func TestListenerFollowsTLSMode(t *testing.T) {
 	disabled := start(t, probes, &remoting.TLSConfig{Mode: remoting.TLSDisabled})
 	code, _ = get(t, plainClient(), "http://"+disabled+"/healthz")
 	require.Equal(t, http.StatusOK, code)
-	_, err = tlsClient().Get("https://" + disabled + "/healthz")
+	resp, err = tlsClient().Get("https://" + disabled + "/healthz")
+	if err == nil {
+		require.NoError(t, resp.Body.Close())
+	}
 	require.Error(t, err, "disabled serves no TLS")
 }
 
