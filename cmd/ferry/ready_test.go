@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,19 @@ func probe(t *testing.T, addr, path string) (int, observe.Report) {
 	var r observe.Report
 	require.NoError(t, json.Unmarshal(body, &r), string(body))
 	return resp.StatusCode, r
+}
+
+// tryProbe is probe for polling: false while the listener is not up yet (serve binds it
+// in the background).
+func tryProbe(t *testing.T, addr, path string) (int, observe.Report, bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, observe.Report{}, false
+	}
+	require.NoError(t, c.Close())
+	code, r := probe(t, addr, path)
+	return code, r, true
 }
 
 // serveConfig is a configuration of mode on free loopback ports, data under dir.
@@ -84,6 +98,8 @@ func TestReadyzDuringRecovery(t *testing.T) {
 		}})
 	cfg := serveConfig(t, dir)
 	logs := startServe(t, "standalone", cfg, fsys)
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before serve's cleanup waits
 	select {
 	case <-held:
 	case <-time.After(30 * time.Second):
@@ -99,7 +115,7 @@ func TestReadyzDuringRecovery(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.NotContains(t, logs.String(), readyLine)
 
-	close(release)
+	releaseOnce.Do(func() { close(release) })
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		code, _ := probe(t, cfg.Broker.HTTPListen, "/readyz")
 		return code == http.StatusOK
@@ -117,9 +133,9 @@ func TestReadyzWaitsForRegistration(t *testing.T) {
 	cfg.Broker.NamesrvAddrs = []string{late}
 	logs := startServe(t, "broker", cfg, mmap.OSFS{})
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		_, r := probe(t, cfg.Broker.HTTPListen, "/readyz")
+		_, r, ok := tryProbe(t, cfg.Broker.HTTPListen, "/readyz")
 		m := r.Missing["broker"]
-		return len(m) == 1 && m[0] == "not registered with a name server"
+		return ok && len(m) == 1 && m[0] == "not registered with a name server"
 	}, "the store recovered, the registration missing")
 	code, _ := probe(t, cfg.Broker.HTTPListen, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
@@ -150,8 +166,8 @@ func TestNamesrvReadyz(t *testing.T) {
 	cfg.NameServer.HTTPListen = testkit.FreeAddr(t)
 	logs := startServe(t, "namesrv", cfg, mmap.OSFS{})
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		code, _ := probe(t, cfg.NameServer.HTTPListen, "/readyz")
-		return code == http.StatusOK
+		code, _, ok := tryProbe(t, cfg.NameServer.HTTPListen, "/readyz")
+		return ok && code == http.StatusOK
 	}, "the name server serving")
 	require.Contains(t, logs.String(), readyLine)
 	_, err := net.Dial("tcp", cfg.Broker.HTTPListen)
