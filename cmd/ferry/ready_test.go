@@ -271,3 +271,13 @@ func TestStandaloneProcessReadyLineMeansClientsCanUseIt(t *testing.T) {
 	require.Len(t, pr.Messages, 1)
 	require.Equal(t, "first", string(pr.Messages[0].Body))
 }
+
+// `ferry config` shows the HTTP listener each command serves: standalone's default, off
+// for a broker, and --http-listen on the key of the server run.
+func TestConfigShowsTheHTTPListener(t *testing.T) {
+	data := t.TempDir()
+	require.Equal(t, launch.StandaloneHTTPListen, configValue(t, "broker.httpListen", "standalone", "--data-dir", data))
+	require.Empty(t, configValue(t, "broker.httpListen", "broker", "--data-dir", data))
+	require.Empty(t, configValue(t, "broker.httpListen", "standalone", "--data-dir", data, "--http-listen", ""), "explicitly off")
+	require.Equal(t, "127.0.0.1:9881", configValue(t, "namesrv.httpListen", "namesrv", "--http-listen", "127.0.0.1:9881"))
+}
