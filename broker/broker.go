@@ -93,6 +93,7 @@ type Broker struct {
 	stop         chan struct{}
 	wg           sync.WaitGroup
 	started      atomic.Bool
+	serving      atomic.Bool // Start served the port (Readiness)
 	shutdown     sync.Once
 }
 
@@ -344,6 +345,7 @@ func (b *Broker) Start(ln net.Listener) error {
 	if err := srv.Start(ln); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
+	b.serving.Store(true)
 	b.wg.Go(func() { b.polls.run(b.stop) })
 	b.wg.Go(func() { b.client.expire(b.stop) })
 	b.wg.Go(func() { b.reg.run(b.ctx) })

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -26,6 +27,9 @@ type registrar struct {
 	log      zerolog.Logger
 	creds    sign.Credentials // signs the requests (name servers with ACL on)
 	calls    registrarCalls
+	// accepted is whether the latest round had at least one name server accept the
+	// registration (Broker.Readiness).
+	accepted atomic.Bool
 }
 
 // registrarCalls are what the registrar asks of and tells the rest of the broker, given
@@ -114,6 +118,7 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 	ok := true
 	answered, master := false, ""
 	defer func() {
+		r.accepted.Store(answered)
 		if answered && r.calls.onMaster != nil {
 			r.calls.onMaster(master)
 		}

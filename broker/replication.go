@@ -224,6 +224,15 @@ func (r *replication) follow(addr string) error {
 	return nil
 }
 
+// slaveConnected reports whether a slave's replication session with its master is up;
+// false on a master and on a slave that has no master address yet.
+func (r *replication) slaveConnected() bool {
+	r.mu.Lock()
+	s := r.mu.slave
+	r.mu.Unlock()
+	return s != nil && s.Connected()
+}
+
 // afterPut wakes the replication writers after an append ending at end and returns the
 // send's code: code itself, or for a SYNC_MASTER send that waits for storage the slave
 // outcome when it is not an acknowledgement.

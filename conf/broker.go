@@ -88,6 +88,13 @@ type BrokerConfig struct {
 	// interfaces; port 0 picks a free port). Default "127.0.0.1:10911". Key
 	// broker.listen, env FERRY_BROKER_LISTEN, flag --broker-listen.
 	Listen string `mapstructure:"listen" default:"127.0.0.1:10911" check:"listen" process:"command" meaning:"client-facing address (empty host = every interface, port 0 = any)"`
+	// HTTPListen is the address of the process's HTTP listener for operators
+	// (/healthz, /readyz; see docs/operations.md): HTTPS when broker.tlsMode is
+	// enforcing, HTTPS and plain HTTP when permissive, plain when disabled.
+	// Empty turns it off. Default "" (off; `ferry standalone`: 127.0.0.1:9880,
+	// where it also covers the name server). Key broker.httpListen, env
+	// FERRY_BROKER_HTTP_LISTEN, flag --http-listen.
+	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz and /readyz (TLS as broker.tlsMode); empty = off"`
 	// AdvertisedAddr is the host:port written into stored records (store
 	// host, hence offset message ids) and registered in routes; clients
 	// connect to it. Empty means Listen, which then needs a specific host.

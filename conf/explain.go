@@ -78,7 +78,7 @@ func Explain(opts LoadOptions) (*Config, []Setting, error) {
 	}
 	meanings := keyMeanings()
 	flags := map[string]string{}
-	for _, b := range flagBindings() {
+	for _, b := range flagBindings(opts.Server) {
 		flags[b.key] = "--" + b.name
 	}
 	eff := reflect.ValueOf(*cfg)

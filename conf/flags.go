@@ -24,20 +24,32 @@ const (
 	FlagNamesrvAddr = "namesrv-addr"
 	// FlagLogLevel is --log-level: log.level.
 	FlagLogLevel = "log-level"
+	// FlagHTTPListen is --http-listen: broker.httpListen, or namesrv.httpListen
+	// when the server loaded is the name server (LoadOptions.Server "namesrv").
+	FlagHTTPListen = "http-listen"
 )
+
+// ServerNamesrv is LoadOptions.Server for `ferry namesrv`.
+const ServerNamesrv = "namesrv"
 
 // flagBinding ties a flag to the key it sets.
 type flagBinding struct {
 	name, key string
 }
 
-func flagBindings() []flagBinding {
+// flagBindings are the flags and their keys when server (LoadOptions.Server) runs.
+func flagBindings(server string) []flagBinding {
+	httpKey := "broker.httpListen"
+	if server == ServerNamesrv {
+		httpKey = "namesrv.httpListen"
+	}
 	return []flagBinding{
 		{FlagDataDir, "broker.dataDir"},
 		{FlagNamesrvListen, "namesrv.listen"},
 		{FlagBrokerListen, "broker.listen"},
 		{FlagNamesrvAddr, "broker.namesrvAddrs"},
 		{FlagLogLevel, "log.level"},
+		{FlagHTTPListen, httpKey},
 	}
 }
 
@@ -49,9 +61,10 @@ func flagBindings() []flagBinding {
 //	--broker-listen   broker.listen
 //	--namesrv-addr    broker.namesrvAddrs
 //	--log-level       log.level
+//	--http-listen     broker.httpListen (namesrv.httpListen for ferry namesrv)
 func FlagKeys() map[string]string {
 	m := map[string]string{}
-	for _, b := range flagBindings() {
+	for _, b := range flagBindings("") {
 		m[b.name] = b.key
 	}
 	return m
@@ -70,4 +83,6 @@ func BindFlags(fs *pflag.FlagSet) {
 	fs.StringSlice(FlagNamesrvAddr, d.Broker.NamesrvAddrs,
 		"name server addresses the broker registers with, separated by ',' or ';' (broker.namesrvAddrs)")
 	fs.String(FlagLogLevel, d.Log.Level, "log level: "+strings.Join(logging.LevelNames[:], ", ")+" (log.level)")
+	fs.String(FlagHTTPListen, "",
+		"HTTP address of /healthz and /readyz, empty = off; standalone default 127.0.0.1:9880 (broker.httpListen; namesrv.httpListen for ferry namesrv)")
 }

@@ -159,6 +159,7 @@ func checkKeys(section any, prefix string) error {
 // checkValue applies one check of the key table to the value of key:
 //
 //	listen         a host:port to listen on (checkListenAddr)
+//	listenOrOff    a host:port to listen on, or "" for none
 //	dialList       at least one host:port to connect to (checkDialAddr)
 //	name           a broker or cluster name (checkName)
 //	notEmpty       not ""
@@ -175,6 +176,11 @@ func checkValue(key, check string, v reflect.Value) error {
 	name, arg, _ := strings.Cut(check, "=")
 	switch name {
 	case "listen":
+		return checkListenAddr(key, v.String())
+	case "listenOrOff":
+		if v.String() == "" {
+			return nil
+		}
 		return checkListenAddr(key, v.String())
 	case "dialList":
 		if v.Len() == 0 {

@@ -36,6 +36,10 @@ type LoadOptions struct {
 	// flags that were explicitly set override other sources. Nil means no
 	// flags.
 	Flags *pflag.FlagSet
+	// Server is the server the command runs ("namesrv", "broker", "standalone"); it
+	// decides the key of the flags that depend on it: --http-listen sets
+	// namesrv.httpListen for "namesrv", broker.httpListen otherwise.
+	Server string
 }
 
 // Load builds a validated Config. Sources, each overriding the one before:
@@ -104,7 +108,7 @@ func load(opts LoadOptions) (*Config, map[string]Source, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if opts.Flags != nil {
-		for _, b := range flagBindings() {
+		for _, b := range flagBindings(opts.Server) {
 			if f := opts.Flags.Lookup(b.name); f != nil && f.Changed {
 				if err := v.BindPFlag(b.key, f); err != nil {
 					return nil, nil, fmt.Errorf("conf: bind flag --%s: %w", b.name, err)

@@ -121,6 +121,30 @@ func TestLoadAllFlags(t *testing.T) {
 	}
 }
 
+// --http-listen sets the HTTP listener of the server the command runs: the name
+// server's for ferry namesrv, the broker's otherwise (standalone serves one, the broker's).
+func TestHTTPListenFlagFollowsTheServer(t *testing.T) {
+	for server, want := range map[string][2]string{
+		ServerNamesrv: {"", "127.0.0.1:9881"},
+		"broker":      {"127.0.0.1:9881", ""},
+		"standalone":  {"127.0.0.1:9881", ""},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		BindFlags(fs)
+		require.NoError(t, fs.Parse([]string{"--http-listen", "127.0.0.1:9881"}))
+		cfg, err := Load(LoadOptions{LookupEnv: envMap(nil), Flags: fs, Server: server})
+		require.NoError(t, err, server)
+		require.Equal(t, want[0], cfg.Broker.HTTPListen, server)
+		require.Equal(t, want[1], cfg.NameServer.HTTPListen, server)
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	BindFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--http-listen", "no-port"}))
+	_, err := Load(LoadOptions{LookupEnv: envMap(nil), Flags: fs})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorContains(t, err, "broker.httpListen")
+}
+
 func TestLoadEnvTypes(t *testing.T) {
 	// The file gives typed YAML values; the environment's strings must still win.
 	file := writeFile(t, `

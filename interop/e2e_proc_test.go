@@ -54,7 +54,7 @@ func startFerryProcess(tb testing.TB, withPprof bool) *ferryProc {
 	args := []string{
 		"standalone", "--data-dir", filepath.Join(dir, "data"),
 		"--namesrv-listen", p.namesrvAddr, "--broker-listen", p.brokerAddr,
-		"--log-level", "warn",
+		"--log-level", "warn", "--http-listen", "",
 	}
 	if withPprof {
 		p.pprofAddr = testkit.FreeAddr(tb)

@@ -59,7 +59,7 @@ func startTxBroker(t *testing.T, bin, dataDir, nsAddr, brokerAddr string) *ferry
 	p := &ferryProc{namesrvAddr: nsAddr, brokerAddr: brokerAddr, log: &testkit.Buffer{Max: 16 << 10},
 		exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "standalone", "--data-dir", dataDir, "--namesrv-listen", nsAddr,
-		"--broker-listen", brokerAddr, "--log-level", "error")
+		"--broker-listen", brokerAddr, "--log-level", "error", "--http-listen", "")
 	p.cmd.Env = append(os.Environ(), "FERRY_BROKER_TRANSACTION_TIMEOUT=1s",
 		"FERRY_BROKER_TRANSACTION_CHECK_INTERVAL=1s", "FERRY_BROKER_FLUSH_DISK_TYPE=SYNC_FLUSH",
 		fmt.Sprintf("FERRY_BROKER_COMMIT_LOG_SEGMENT_SIZE=%d", txKillSegmentSize), haOnAnyPort)

@@ -14,6 +14,7 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/mmap"
+	"github.com/ferrymq/ferry/observe"
 	"github.com/ferrymq/ferry/store"
 )
 
@@ -205,7 +206,7 @@ func TestForceCleanRatio100IsAccepted(t *testing.T) {
 // or a store already exists (whose size is then kept, so it still opens).
 func TestStandaloneDefaults(t *testing.T) {
 	const key = "broker.commitLogSegmentSize"
-	unset := func(string) bool { return false }
+	unset := func(k string) bool { return k == KeyHTTPListen } // this test is about the size
 	newCfg := func() *conf.Config {
 		cfg := conf.DefaultConfig()
 		cfg.Broker.DataDir = t.TempDir()
@@ -219,7 +220,7 @@ func TestStandaloneDefaults(t *testing.T) {
 	require.Equal(t, StandaloneSegmentSize, cfg.Broker.CommitLogSegmentSize)
 
 	cfg = newCfg()
-	changed, err = StandaloneDefaults(cfg, func(k string) bool { return k == key }, mmap.OSFS{})
+	changed, err = StandaloneDefaults(cfg, func(k string) bool { return k == key || k == KeyHTTPListen }, mmap.OSFS{})
 	require.NoError(t, err)
 	require.Empty(t, changed, "an explicit size is kept")
 	require.Equal(t, conf.GiB, cfg.Broker.CommitLogSegmentSize)
@@ -242,6 +243,44 @@ func TestStandaloneDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, changed, "segments too small for the largest message are not chosen")
 	require.NoError(t, cfg.Validate())
+}
+
+// `ferry standalone` serves /healthz and /readyz on StandaloneHTTPListen unless
+// broker.httpListen is set (even to "", off); a broker or name server alone has none.
+func TestStandaloneHTTPListen(t *testing.T) {
+	cfg := conf.DefaultConfig()
+	cfg.Broker.DataDir = t.TempDir()
+	require.Empty(t, HTTPListen("broker", &cfg), "off by default")
+	require.Empty(t, HTTPListen(ModeNamesrv, &cfg), "off by default")
+	changed, err := StandaloneDefaults(&cfg, func(string) bool { return false }, mmap.OSFS{})
+	require.NoError(t, err)
+	require.Contains(t, changed, KeyHTTPListen)
+	require.Equal(t, StandaloneHTTPListen, HTTPListen("standalone", &cfg))
+
+	cfg = conf.DefaultConfig()
+	cfg.Broker.DataDir = t.TempDir()
+	changed, err = StandaloneDefaults(&cfg, func(k string) bool { return k == KeyHTTPListen }, mmap.OSFS{})
+	require.NoError(t, err)
+	require.NotContains(t, changed, KeyHTTPListen)
+	require.Empty(t, HTTPListen("standalone", &cfg), "an explicit empty value turns it off")
+
+	cfg.NameServer.HTTPListen = "127.0.0.1:9881"
+	require.Equal(t, "127.0.0.1:9881", HTTPListen(ModeNamesrv, &cfg))
+}
+
+// The HTTP listener takes the TLS mode of the server it serves.
+func TestObserveOptionsTLS(t *testing.T) {
+	cfg := conf.DefaultConfig()
+	probes := observe.NewProbes(nil)
+	o, err := ObserveOptions("broker", &cfg, probes, zerolog.Nop())
+	require.NoError(t, err)
+	require.Nil(t, o.TLS, "disabled")
+	cfg.Broker.TLSMode = "enforcing" // without a certificate: the error names the listener
+	_, err = ObserveOptions("broker", &cfg, probes, zerolog.Nop())
+	require.ErrorContains(t, err, "HTTP listener")
+	o, err = ObserveOptions(ModeNamesrv, &cfg, probes, zerolog.Nop())
+	require.NoError(t, err, "the name server's mode is its own")
+	require.Nil(t, o.TLS)
 }
 
 // The name server takes its ACL file only when aclEnable is on.

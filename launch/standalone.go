@@ -19,15 +19,21 @@ const commitLogDir = "commitlog"
 
 // StandaloneDefaults gives the settings of cfg that were not set explicitly (isSet reports
 // whether a key was, by file, environment or flag) the defaults of `ferry standalone`
-// instead of a production broker's, and returns the keys it changed. Today that is
-// broker.commitLogSegmentSize: StandaloneSegmentSize, or the segment size of the store
-// already in broker.dataDir (read from fsys; the size is fixed once a store exists), so a
-// store made with other defaults still opens. A default that would make cfg invalid (a
-// maxMessageSize too large for small segments) is left alone.
+// instead of a production broker's, and returns the keys it changed:
+//   - broker.commitLogSegmentSize: StandaloneSegmentSize, or the segment size of the store
+//     already in broker.dataDir (read from fsys; the size is fixed once a store exists),
+//     so a store made with other defaults still opens. A default that would make cfg
+//     invalid (a maxMessageSize too large for small segments) is left alone;
+//   - broker.httpListen: StandaloneHTTPListen (/healthz and /readyz on by default).
 func StandaloneDefaults(cfg *conf.Config, isSet func(key string) bool, fsys mmap.FS) ([]string, error) {
-	const key = "broker.commitLogSegmentSize"
+	var changed []string
+	if !isSet(KeyHTTPListen) && cfg.Broker.HTTPListen != StandaloneHTTPListen {
+		cfg.Broker.HTTPListen = StandaloneHTTPListen
+		changed = append(changed, KeyHTTPListen)
+	}
+	const key = KeySegmentSize
 	if isSet(key) {
-		return nil, nil
+		return changed, nil
 	}
 	size, err := existingSegmentSize(fsys, filepath.Join(cfg.Broker.DataDir, commitLogDir))
 	if err != nil {
@@ -38,15 +44,23 @@ func StandaloneDefaults(cfg *conf.Config, isSet func(key string) bool, fsys mmap
 	}
 	old := cfg.Broker.CommitLogSegmentSize
 	if size == old {
-		return nil, nil
+		return changed, nil
 	}
 	cfg.Broker.CommitLogSegmentSize = size
 	if cfg.Broker.Validate() != nil {
 		cfg.Broker.CommitLogSegmentSize = old
-		return nil, nil
+		return changed, nil
 	}
-	return []string{key}, nil
+	return append(changed, key), nil
 }
+
+// The keys StandaloneDefaults may change.
+const (
+	// KeySegmentSize is broker.commitLogSegmentSize.
+	KeySegmentSize = "broker.commitLogSegmentSize"
+	// KeyHTTPListen is broker.httpListen.
+	KeyHTTPListen = "broker.httpListen"
+)
 
 // existingSegmentSize returns the size of the first commit-log segment in dir, 0 when
 // there is none (or it is empty: a crash while creating it).

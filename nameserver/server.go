@@ -112,6 +112,7 @@ type Server struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // owned goroutines (see goFunc)
 	started atomic.Bool
+	serving atomic.Bool // Start served the port (Readiness)
 
 	shutdown    sync.Once
 	shutdownErr error
@@ -215,6 +216,7 @@ func (s *Server) Start(ln net.Listener) error {
 	if err := s.rs.Start(ln); err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}
+	s.serving.Store(true)
 	s.goFunc(s.sweep)
 	s.log.Info().Str("addr", ln.Addr().String()).Dur("brokerExpiry", s.opts.BrokerExpiry).
 		Dur("scanInterval", s.opts.ScanInterval).Msg("name server started")

@@ -75,7 +75,7 @@ func measureIdle(b *testing.B, bin string) idleFootprint {
 	data := filepath.Join(b.TempDir(), "data")
 	ns, br := testkit.FreeAddr(b), testkit.FreeAddr(b)
 	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns,
-		"--broker-listen", br, "--log-level", "warn")
+		"--broker-listen", br, "--log-level", "warn", "--http-listen", "")
 	cmd.Env = append(os.Environ(), haOnAnyPort)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs

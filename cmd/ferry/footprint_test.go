@@ -28,8 +28,8 @@ func TestBusyPortFailsBeforeTheStore(t *testing.T) {
 		name, key string
 		args      []string
 	}{
-		{"standalone/broker port", "broker.listen", []string{"standalone", "--namesrv-listen", testkit.FreeAddr(t), "--broker-listen", busy.Addr().String()}},
-		{"standalone/namesrv port", "namesrv.listen", []string{"standalone", "--namesrv-listen", busy.Addr().String(), "--broker-listen", testkit.FreeAddr(t)}},
+		{"standalone/broker port", "broker.listen", []string{"standalone", "--http-listen", "", "--namesrv-listen", testkit.FreeAddr(t), "--broker-listen", busy.Addr().String()}},
+		{"standalone/namesrv port", "namesrv.listen", []string{"standalone", "--http-listen", "", "--namesrv-listen", busy.Addr().String(), "--broker-listen", testkit.FreeAddr(t)}},
 		{"broker", "broker.listen", []string{"broker", "--broker-listen", busy.Addr().String()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestBusyPortReleasesTheOtherPort(t *testing.T) {
 	defer func() { _ = busy.Close() }()
 	ns := testkit.FreeAddr(t)
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"standalone", "--data-dir", t.TempDir(),
+	code := run(context.Background(), []string{"standalone", "--data-dir", t.TempDir(), "--http-listen", "",
 		"--namesrv-listen", ns, "--broker-listen", busy.Addr().String()}, &out, &errb)
 	require.Equal(t, 1, code, errb.String())
 	ln, err := net.Listen("tcp", ns)
@@ -106,7 +106,7 @@ func TestStandaloneEmptyStoreHoldsOneSmallSegment(t *testing.T) {
 	var errb testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"standalone", "--data-dir", data, "--namesrv-listen", testkit.FreeAddr(t),
+		done <- run(ctx, []string{"standalone", "--data-dir", data, "--http-listen", "", "--namesrv-listen", testkit.FreeAddr(t),
 			"--broker-listen", testkit.FreeAddr(t), "--log-level", "info"}, &bytes.Buffer{}, &errb)
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "ferry is ready") },

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/nameserver"
+	"github.com/ferrymq/ferry/observe"
 )
 
 // shutdownTimeout bounds a graceful shutdown.
@@ -114,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ferry: unexpected argument %q (see ferry help)\n", extra[0])
 		return 2
 	}
-	cfg, settings, err := conf.Explain(conf.LoadOptions{Flags: fs})
+	cfg, settings, err := conf.Explain(conf.LoadOptions{Flags: fs, Server: serverMode})
 	if err == nil && serverMode == "standalone" {
 		settings, err = applyStandaloneDefaults(cfg, settings)
 	}
@@ -153,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	case "standalone", "namesrv", "broker":
-		if err := withPprof(fs, log, func() error { return serve(ctx, mode, cfg, log) }); err != nil {
+		if err := withPprof(fs, log, func() error { return serve(ctx, mode, cfg, log, mmap.OSFS{}) }); err != nil {
 			log.Error().Err(err).Msg("ferry stopped with an error")
 			fmt.Fprintln(stderr, "ferry:", err)
 			return 1
@@ -200,44 +202,81 @@ type stopper interface {
 	ServeErr() error
 }
 
-// serve starts the servers of mode and shuts them down when ctx ends. It binds every port
-// of mode first, so a port in use fails at once, before the store is opened or even
-// created; the broker's port then holds the connections that arrive while the store is
-// prepared (recovery of a large log can take seconds) and serves them once it is ready.
-func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logger) error {
+// readyPoll is how often serve asks whether the process became ready, to log it.
+const readyPoll = 20 * time.Millisecond
+
+// serve starts the servers of mode, with the broker's store on fsys, and shuts them down
+// when ctx ends. It binds every port of mode first, so a port in use fails at once,
+// before the store is opened or even created; the broker's port then holds the
+// connections that arrive while the store is prepared (recovery of a large log can take
+// seconds) and serves them once it is ready. The HTTP listener (broker.httpListen or
+// namesrv.httpListen, package observe) serves from the start: /readyz answers 503 naming
+// what is missing until clients can use the process, and "ferry is ready" is logged at
+// the moment it turns 200 — not when the ports open.
+func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logger, fsys mmap.FS) error {
+	if mode == "standalone" && cfg.NameServer.HTTPListen != "" {
+		log.Warn().Str("namesrv.httpListen", cfg.NameServer.HTTPListen).
+			Msg("ignored by ferry standalone, whose one HTTP listener is broker.httpListen")
+	}
 	ports, err := bindPorts(mode, cfg)
 	if err != nil {
 		return err
 	}
+	probes := observe.NewProbes(func() { log.Info().Str("mode", mode).Msg("ferry is ready") })
+	// Every part this mode runs is not ready until it is started: set before anything can
+	// ask (the HTTP listener, the wait below).
+	if ports.namesrv != nil {
+		probes.Set(partNamesrv, observe.Pending("name server not started"))
+	}
+	if ports.broker != nil {
+		probes.Set(partBroker, observe.Pending("store not recovered"))
+	}
+	obs, err := startObserve(mode, cfg, probes, log, ports.http)
+	if err != nil {
+		return errors.Join(err, ports.close())
+	}
 	var started []stopper
+	waitCtx, stopWait := context.WithCancel(ctx)
+	var waitDone sync.WaitGroup
 	shutdown := func() error {
+		stopWait()
+		waitDone.Wait()
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		var errs []error
 		for i := len(started) - 1; i >= 0; i-- { // broker before name server
 			errs = append(errs, started[i].Shutdown(sctx))
 		}
-		return errors.Join(errs...)
+		// The HTTP listener last: probes see the servers stop.
+		return errors.Join(append(errs, obs.Shutdown(sctx))...)
 	}
 	if ports.namesrv != nil {
 		ns, err := startNameServer(cfg, log, ports.namesrv)
 		if err != nil {
-			return errors.Join(err, ports.close())
+			return errors.Join(err, closeListener(ports.namesrv), ports.closeBroker(), shutdown())
 		}
 		started = append(started, ns)
+		probes.Set(partNamesrv, observe.PartFuncs{
+			MissingFunc:  func() []string { return ns.Readiness().Missing() },
+			ServeErrFunc: ns.ServeErr,
+		})
 		if mode == "standalone" && !flagOrEnvSetsNamesrv(cfg) {
 			cfg.Broker.NamesrvAddrs = []string{ns.Addr()}
 		}
 	}
 	if ports.broker != nil {
-		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store")
-		b, err := startBroker(cfg, log, ports.broker)
+		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store (not ready yet)")
+		b, err := startBroker(cfg, log, ports.broker, fsys)
 		if err != nil {
 			return errors.Join(err, ports.closeBroker(), shutdown())
 		}
 		started = append(started, b)
+		probes.Set(partBroker, observe.PartFuncs{
+			MissingFunc:  func() []string { return b.Readiness().Missing() },
+			ServeErrFunc: b.ServeErr,
+		})
 	}
-	log.Info().Str("mode", mode).Msg("ferry is ready")
+	waitDone.Go(func() { probes.WaitReady(waitCtx, readyPoll) }) // logs "ferry is ready"
 	if failed := waitFailed(ctx, started); failed != nil {
 		// A server that accepts no connection is an outage that looks healthy: stop, so
 		// that the supervisor (systemd, the container runtime) restarts the process.
@@ -247,6 +286,31 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 	}
 	log.Info().Msg("shutting down")
 	return shutdown()
+}
+
+// The names of the parts in /readyz and /healthz answers.
+const (
+	partNamesrv = "namesrv"
+	partBroker  = "broker"
+)
+
+// startObserve serves /healthz and /readyz on ln (the HTTP listener of mode); a nil ln
+// (off) gives a nil server, whose Shutdown does nothing.
+func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener) (*observe.Server, error) {
+	if ln == nil {
+		return nil, nil
+	}
+	o, err := launch.ObserveOptions(mode, cfg, probes, log.With().Str("component", "http").Logger())
+	if err != nil {
+		return nil, errors.Join(err, closeListener(ln))
+	}
+	s, err := observe.New(o)
+	if err != nil {
+		return nil, errors.Join(err, closeListener(ln))
+	}
+	s.Start(ln)
+	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: /healthz, /readyz")
+	return s, nil
 }
 
 // waitFailed waits until ctx ends (nil) or one of servers stops accepting connections
@@ -297,13 +361,13 @@ func startNameServer(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*na
 	if err := ns.Start(ln); err != nil {
 		return nil, err
 	}
-	log.Info().Str("listen", ns.Addr()).Msg("name server listening")
+	log.Info().Str("listen", ns.Addr()).Msg("name server listening (not ready yet)")
 	return ns, nil
 }
 
-// startBroker opens the store and the broker's metadata, then serves on ln.
-func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*broker.Broker, error) {
-	o, err := launch.BrokerOptions(cfg.Broker, mmap.OSFS{}, log.With().Str("server", "broker").Logger())
+// startBroker opens the store (on fsys) and the broker's metadata, then serves on ln.
+func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener, fsys mmap.FS) (*broker.Broker, error) {
+	o, err := launch.BrokerOptions(cfg.Broker, fsys, log.With().Str("server", "broker").Logger())
 	if err != nil {
 		return nil, err
 	}

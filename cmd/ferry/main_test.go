@@ -72,7 +72,7 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	bin := testkit.Binary(t, "github.com/ferrymq/ferry/cmd/ferry")
 	data := t.TempDir()
 	ns, br := testkit.FreeAddr(t), testkit.FreeAddr(t)
-	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns, "--broker-listen", br, "--log-level", "info")
+	cmd := exec.Command(bin, "standalone", "--data-dir", data, "--namesrv-listen", ns, "--broker-listen", br, "--log-level", "info", "--http-listen", "")
 	// The HA port would be br+1: under connection churn that even port is often held
 	// by a client socket (Linux hands even ports to connect and odd ones to bind(0)).
 	cmd.Env = append(os.Environ(), haOnAnyPort)
@@ -105,7 +105,7 @@ func TestStandaloneProcessStartsAndStopsGracefully(t *testing.T) {
 	// exits without touching the store.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	second := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--namesrv-listen", testkit.FreeAddr(t),
+	second := exec.CommandContext(ctx, bin, "standalone", "--data-dir", data, "--http-listen", "", "--namesrv-listen", testkit.FreeAddr(t),
 		"--broker-listen", testkit.FreeAddr(t))
 	second.Env = append(os.Environ(), haOnAnyPort)
 	out, err := second.CombinedOutput()

@@ -7,16 +7,18 @@ import (
 	"syscall"
 
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/launch"
 )
 
 // ports are the listeners of a server mode, bound before anything else starts. A nil
 // listener is a server the mode does not run.
 type ports struct {
-	namesrv, broker net.Listener
+	namesrv, broker, http net.Listener
 }
 
-// bindPorts binds the name server's port (namesrv.listen) unless mode is broker and the
-// broker's (broker.listen) unless mode is namesrv. An error names the setting and its flag.
+// bindPorts binds the name server's port (namesrv.listen) unless mode is broker, the
+// broker's (broker.listen) unless mode is namesrv, and the HTTP listener's
+// (launch.HTTPListen) when it is on. An error names the setting and its flag.
 func bindPorts(mode string, cfg *conf.Config) (ports, error) {
 	var p ports
 	var err error
@@ -27,6 +29,15 @@ func bindPorts(mode string, cfg *conf.Config) (ports, error) {
 	}
 	if mode != "namesrv" {
 		if p.broker, err = listen("broker.listen", "--broker-listen", cfg.Broker.Listen); err != nil {
+			return ports{}, errors.Join(err, p.close())
+		}
+	}
+	if addr := launch.HTTPListen(mode, cfg); addr != "" {
+		key := "broker.httpListen"
+		if mode == launch.ModeNamesrv {
+			key = "namesrv.httpListen"
+		}
+		if p.http, err = listen(key, "--"+conf.FlagHTTPListen, addr); err != nil {
 			return ports{}, errors.Join(err, p.close())
 		}
 	}
@@ -49,7 +60,7 @@ func listen(key, flag, addr string) (net.Listener, error) {
 // close closes the listeners not handed to a server yet.
 func (p ports) close() error {
 	var errs []error
-	for _, ln := range []net.Listener{p.namesrv, p.broker} {
+	for _, ln := range []net.Listener{p.namesrv, p.broker, p.http} {
 		errs = append(errs, closeListener(ln))
 	}
 	return errors.Join(errs...)

@@ -10,7 +10,7 @@ import (
 
 // applyStandaloneDefaults gives the settings that were left at their built-in defaults
 // the defaults of `ferry standalone` (launch.StandaloneDefaults: smaller commit-log
-// segments), in cfg and in the rows `ferry config standalone` prints, so that the command
+// segments, the HTTP listener on), in cfg and in the rows `ferry config standalone` prints, so that the command
 // shows what the server will use.
 func applyStandaloneDefaults(cfg *conf.Config, settings []conf.Setting) ([]conf.Setting, error) {
 	explicit := map[string]bool{}
@@ -22,16 +22,22 @@ func applyStandaloneDefaults(cfg *conf.Config, settings []conf.Setting) ([]conf.
 		return settings, err
 	}
 	for i := range settings {
-		if settings[i].Key != "broker.commitLogSegmentSize" || !slices.Contains(changed, settings[i].Key) {
+		if !slices.Contains(changed, settings[i].Key) {
 			continue
 		}
 		s := &settings[i]
-		s.Value = conf.FormatByteSize(cfg.Broker.CommitLogSegmentSize)
-		s.Default = conf.FormatByteSize(launch.StandaloneSegmentSize)
-		if cfg.Broker.CommitLogSegmentSize == launch.StandaloneSegmentSize {
+		switch s.Key {
+		case launch.KeySegmentSize:
+			s.Value = conf.FormatByteSize(cfg.Broker.CommitLogSegmentSize)
+			s.Default = conf.FormatByteSize(launch.StandaloneSegmentSize)
+			if cfg.Broker.CommitLogSegmentSize == launch.StandaloneSegmentSize {
+				s.Meaning += " (standalone default)"
+			} else {
+				s.Meaning += " (standalone: the size of the store in broker.dataDir)"
+			}
+		case launch.KeyHTTPListen:
+			s.Value, s.Default = cfg.Broker.HTTPListen, launch.StandaloneHTTPListen
 			s.Meaning += " (standalone default)"
-		} else {
-			s.Meaning += " (standalone: the size of the store in broker.dataDir)"
 		}
 	}
 	return settings, nil
