@@ -93,50 +93,60 @@ func newSelectorConsumer(t *testing.T, c *testutil.Cluster, group, topic string,
 	return bc
 }
 
-// startBalanceWait bounds how long a balancedConsumer's Shutdown waits for its start
-// rebalance.
-const startBalanceWait = 5 * time.Second
+// rebalanceWait bounds how long a balancedConsumer's Shutdown waits for rebalances in
+// flight to end.
+const rebalanceWait = 5 * time.Second
 
-// balancedConsumer is an official push consumer whose Shutdown first waits (at most
-// startBalanceWait) until the rebalance goroutine its Start launched has ended. That
-// goroutine reads a flag of the client's that Shutdown writes without synchronisation
-// (rmqClient.close): a data race inside the official client, which the race detector
-// reports when a test ends within a second of starting a consumer. Counting allocation
-// calls did not order it: rebalances are serialised, and one triggered by a group change
-// can allocate every subscription before the start goroutine even runs.
+// balancedConsumer is an official push consumer whose Shutdown first suspends it, then
+// waits (at most rebalanceWait) until no rebalance of the official client is running in
+// this process. A rebalance reads a flag of the client's that Shutdown writes without
+// synchronisation (rmqClient.close): a data race inside the official client, which the
+// race detector reports when a rebalance overlaps Shutdown — the one Start launches, or
+// one a NOTIFY_CONSUMER_IDS_CHANGED triggers when another member leaves just before.
+// Suspending stops new notify-triggered rebalances (their pause check is an atomic, an
+// ordered edge); a rebalance's end, seen in a goroutine dump, orders its reads before
+// Shutdown's write. Nothing of the client's signals either, hence the dump. Left open: the
+// client's periodic rebalance (every 20 s) ignores the pause and may start in between.
 type balancedConsumer struct {
 	rocketmq.PushConsumer
 	once sync.Once
 }
 
-// startRebalanceCreator is how a goroutine dump names the creator of the rebalance
-// goroutine an official push consumer's Start launches (its other goroutines are
-// created by Start.func1 and the like).
-const startRebalanceCreator = "created by github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).Start in goroutine"
+// rebalanceFrames are what a goroutine dump shows of a rebalance of the official client
+// under way: the goroutine Start launches (other goroutines of Start are created by
+// Start.func1 and the like), one waiting for the client's rebalance lock without checking
+// the pause, and one balancing.
+var rebalanceFrames = [][]byte{
+	[]byte("created by github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).Start in goroutine"),
+	[]byte("rocketmq-client-go/v2/internal.(*rmqClient).RebalanceImmediately("),
+	[]byte("rocketmq-client-go/v2/consumer.(*defaultConsumer).doBalance"),
+}
 
-// startRebalanceRunning reports whether a push consumer's start rebalance goroutine is
-// still running in this process (a goroutine dump, grown until it fits).
-func startRebalanceRunning() bool {
+// rebalanceRunning reports whether an official push consumer's rebalance is under way in
+// this process (a goroutine dump, grown until it fits).
+func rebalanceRunning() bool {
 	buf := make([]byte, 1<<16)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Contains(buf[:n], []byte(startRebalanceCreator))
+			for _, f := range rebalanceFrames {
+				if bytes.Contains(buf[:n], f) {
+					return true
+				}
+			}
+			return false
 		}
 		buf = make([]byte, 2*len(buf))
 	}
 }
 
-// Shutdown waits for the start rebalance to end (once), suspends the consumer — a
-// suspended consumer skips the rebalances a NOTIFY_CONSUMER_IDS_CHANGED triggers, which
-// would otherwise race with Shutdown the same way when another member leaves meanwhile —
-// then shuts it down. The wait polls a goroutine dump: the goroutine's end is what orders
-// its reads before Shutdown's write, and nothing of the client's signals it.
+// Shutdown suspends the consumer, waits (once) until no rebalance is running, then shuts
+// it down.
 func (c *balancedConsumer) Shutdown() error {
 	c.once.Do(func() {
-		defer c.Suspend()
-		deadline := time.Now().Add(startBalanceWait)
-		for startRebalanceRunning() && time.Now().Before(deadline) {
+		c.Suspend()
+		deadline := time.Now().Add(rebalanceWait)
+		for rebalanceRunning() && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
