@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -50,9 +49,10 @@ func TestSlaveSyncsMetadata(t *testing.T) {
 		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "SyncPG", Topic: "SyncTopic",
 			DefaultTopic: "TBW102", DefaultTopicQueueNums: 3, BornTimestamp: time.Now().UnixMilli(),
 			Properties: string(props)}}, []byte("later")))
-	// A timer message (TIMER_DELIVER_MS) raises the master's timer watermark once delivered.
-	props, err = message.EncodeProperties(map[string]string{
-		message.PropertyTimerDeliverMs: strconv.FormatInt(time.Now().Add(200*time.Millisecond).UnixMilli(), 10)})
+	// A timer message raises the master's timer watermark once delivered. Its delay is
+	// relative (TIMER_DELAY_MS): an absolute TIMER_DELIVER_MS already past when a loaded
+	// broker stores it is delivered at once, never entering the timer queue.
+	props, err = message.EncodeProperties(map[string]string{message.PropertyTimerDelayMs: "200"})
 	require.NoError(t, err)
 	ok(call(t, rc, c.BrokerAddr, protocol.SendMessageV2, &protocol.SendMessageRequestHeaderV2{
 		SendMessageRequestHeader: protocol.SendMessageRequestHeader{ProducerGroup: "SyncPG", Topic: "SyncTopic",
