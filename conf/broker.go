@@ -89,7 +89,7 @@ type BrokerConfig struct {
 	// broker.listen, env FERRY_BROKER_LISTEN, flag --broker-listen.
 	Listen string `mapstructure:"listen" default:"127.0.0.1:10911" check:"listen" process:"command" meaning:"client-facing address (empty host = every interface, port 0 = any)"`
 	// HTTPListen is the address of the process's HTTP listener for operators
-	// (/healthz, /readyz; see docs/operations.md): HTTPS when broker.tlsMode is
+	// (/healthz, /readyz, /metrics; see docs/operations.md): HTTPS when broker.tlsMode is
 	// enforcing, HTTPS and plain HTTP when permissive, plain when disabled.
 	// Empty turns it off. Default "" (off; `ferry standalone`: 127.0.0.1:9880,
 	// where it also covers the name server). Key broker.httpListen, env

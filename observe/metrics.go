@@ -2,6 +2,7 @@ package observe
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -92,39 +93,57 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.slaves, prometheus.GaugeValue, float64(n))
 	}
 
-	topics := newBound(c.maxTopics)
 	in := map[string]int64{}
-	c.src.EachTopicIn(func(topic string, n int64) { in[topics.label(topic)] += n })
-	for t, n := range in {
-		ch <- prometheus.MustNewConstMetric(c.messagesIn, prometheus.CounterValue, float64(n), t)
-	}
-	groups := newBound(c.maxGroups)
+	c.src.EachTopicIn(func(topic string, n int64) { in[topic] += n })
 	type pair struct{ topic, group string }
 	out := map[pair]int64{}
-	c.src.EachGroupOut(func(topic, group string, n int64) {
-		out[pair{topics.label(topic), groups.label(group)}] += n
-	})
+	c.src.EachGroupOut(func(topic, group string, n int64) { out[pair{topic, group}] += n })
+
+	topicNames := make([]string, 0, len(in)+len(out))
+	for t := range in {
+		topicNames = append(topicNames, t)
+	}
+	groupNames := make([]string, 0, len(out))
+	for p := range out {
+		topicNames = append(topicNames, p.topic)
+		groupNames = append(groupNames, p.group)
+	}
+	topics, groups := newBound(topicNames, c.maxTopics), newBound(groupNames, c.maxGroups)
+
+	bounded := map[string]int64{}
+	for t, n := range in {
+		bounded[topics.label(t)] += n
+	}
+	for t, n := range bounded {
+		ch <- prometheus.MustNewConstMetric(c.messagesIn, prometheus.CounterValue, float64(n), t)
+	}
+	boundedOut := map[pair]int64{}
 	for p, n := range out {
+		boundedOut[pair{topics.label(p.topic), groups.label(p.group)}] += n
+	}
+	for p, n := range boundedOut {
 		ch <- prometheus.MustNewConstMetric(c.messagesOut, prometheus.CounterValue, float64(n), p.topic, p.group)
 	}
 }
 
-// bound hands out at most limit distinct label values, OtherLabel beyond them. Which
-// values get their own series depends on the order they are seen in; the sums are exact.
-type bound struct {
-	limit int
-	seen  map[string]struct{}
+// bound keeps the first limit distinct values in name order as label values and maps
+// the others to OtherLabel: the same values keep their series from scrape to scrape.
+type bound map[string]struct{}
+
+// newBound keeps the first limit distinct names of names (which it sorts) in order.
+func newBound(names []string, limit int) bound {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	b := make(bound, min(limit, len(names)))
+	for _, n := range names[:min(limit, len(names))] {
+		b[n] = struct{}{}
+	}
+	return b
 }
 
-func newBound(limit int) *bound { return &bound{limit: limit, seen: map[string]struct{}{}} }
-
-// label is v when v was seen before or there is room, OtherLabel otherwise.
-func (b *bound) label(v string) string {
-	if _, ok := b.seen[v]; ok {
-		return v
-	}
-	if len(b.seen) < b.limit {
-		b.seen[v] = struct{}{}
+// label is v when it is kept, OtherLabel otherwise.
+func (b bound) label(v string) string {
+	if _, ok := b[v]; ok {
 		return v
 	}
 	return OtherLabel

@@ -206,7 +206,8 @@ func TestMetricsCardinalityBound(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(observe.NewBrokerCollector(f, maxTopics, maxGroups))
-	fams := scrape(t, serveMetrics(t, reg))
+	url := serveMetrics(t, reg)
+	fams := scrape(t, url)
 
 	in := fams["rocketmq_messages_in_total"].GetMetric()
 	require.Len(t, in, maxTopics+1)
@@ -228,6 +229,18 @@ func TestMetricsCardinalityBound(t *testing.T) {
 		sum += m.GetCounter().GetValue()
 	}
 	require.Equal(t, float64(10*5), sum)
-	_, ok := value(fams, "rocketmq_messages_out_total", map[string]string{"topic": observe.OtherLabel, "consumer_group": observe.OtherLabel})
-	require.True(t, ok)
+	// The first names in name order keep their series: t0..t2 and g0, g1.
+	for topic, want := range map[string]float64{"t0": 1, "t2": 3, observe.OtherLabel: float64(total - 6)} {
+		got, ok := value(fams, "rocketmq_messages_in_total", map[string]string{"topic": topic})
+		require.True(t, ok, topic)
+		require.Equal(t, want, got, topic)
+	}
+	for k, want := range map[[2]string]float64{{"t0", "g0"}: 1, {"t1", "g1"}: 1, {"t0", observe.OtherLabel}: 3,
+		{observe.OtherLabel, "g0"}: 7, {observe.OtherLabel, observe.OtherLabel}: 21} {
+		got, ok := value(fams, "rocketmq_messages_out_total", map[string]string{"topic": k[0], "consumer_group": k[1]})
+		require.True(t, ok, k)
+		require.Equal(t, want, got, k)
+	}
+	// The same series in every scrape.
+	require.Equal(t, fmt.Sprint(fams["rocketmq_messages_in_total"]), fmt.Sprint(scrape(t, url)["rocketmq_messages_in_total"]))
 }
