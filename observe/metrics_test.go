@@ -244,3 +244,26 @@ func TestMetricsCardinalityBound(t *testing.T) {
 	// The same series in every scrape.
 	require.Equal(t, fmt.Sprint(fams["rocketmq_messages_in_total"]), fmt.Sprint(scrape(t, url)["rocketmq_messages_in_total"]))
 }
+
+// A master reports its connected slaves; a slave has no ferry_ha_slaves series.
+func TestMetricsHASlaves(t *testing.T) {
+	c := testutil.StartCluster(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(observe.NewBrokerCollector(c.Broker, 10, 10))
+	url := serveMetrics(t, reg)
+	got, ok := value(scrape(t, url), "ferry_ha_slaves", map[string]string{})
+	require.True(t, ok, "a master has the series")
+	require.Zero(t, got)
+
+	s := c.StartSlave(t, nil)
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		got, _ := value(scrape(t, url), "ferry_ha_slaves", map[string]string{})
+		return got == 1
+	}, "the master counts its slave")
+
+	slaveReg := prometheus.NewRegistry()
+	slaveReg.MustRegister(observe.NewBrokerCollector(s.Broker, 10, 10))
+	fams := scrape(t, serveMetrics(t, slaveReg))
+	require.NotContains(t, fams, "ferry_ha_slaves")
+	require.Contains(t, fams, "rocketmq_topic_number")
+}
