@@ -89,12 +89,21 @@ type BrokerConfig struct {
 	// broker.listen, env FERRY_BROKER_LISTEN, flag --broker-listen.
 	Listen string `mapstructure:"listen" default:"127.0.0.1:10911" check:"listen" process:"command" meaning:"client-facing address (empty host = every interface, port 0 = any)"`
 	// HTTPListen is the address of the process's HTTP listener for operators
-	// (/healthz, /readyz; see docs/operations.md): HTTPS when broker.tlsMode is
+	// (/healthz, /readyz, /metrics; see docs/operations.md): HTTPS when broker.tlsMode is
 	// enforcing, HTTPS and plain HTTP when permissive, plain when disabled.
 	// Empty turns it off. Default "" (off; `ferry standalone`: 127.0.0.1:9880,
 	// where it also covers the name server). Key broker.httpListen, env
 	// FERRY_BROKER_HTTP_LISTEN, flag --http-listen.
-	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz and /readyz (TLS as broker.tlsMode); empty = off"`
+	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz, /readyz and /metrics (TLS as broker.tlsMode); empty = off"`
+	// MetricsMaxTopics bounds the topic label values of /metrics: beyond this
+	// many topics, series sum under topic="_other_". Default 1000. Key
+	// broker.metricsMaxTopics, env FERRY_BROKER_METRICS_MAX_TOPICS.
+	MetricsMaxTopics int `mapstructure:"metricsMaxTopics" default:"1000" check:"positive" process:"command" meaning:"topic label values of /metrics; beyond them series sum under _other_"`
+	// MetricsMaxGroups bounds the consumer_group label values of /metrics:
+	// beyond this many groups, series sum under consumer_group="_other_".
+	// Default 1000. Key broker.metricsMaxGroups, env
+	// FERRY_BROKER_METRICS_MAX_GROUPS.
+	MetricsMaxGroups int `mapstructure:"metricsMaxGroups" default:"1000" check:"positive" process:"command" meaning:"consumer_group label values of /metrics; beyond them series sum under _other_"`
 	// AdvertisedAddr is the host:port written into stored records (store
 	// host, hence offset message ids) and registered in routes; clients
 	// connect to it. Empty means Listen, which then needs a specific host.

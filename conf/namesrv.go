@@ -14,12 +14,12 @@ type NameServerConfig struct {
 	// flag --namesrv-listen.
 	Listen string `mapstructure:"listen" default:"127.0.0.1:9876" check:"listen" option:"Listen" meaning:"address the name server listens on (empty host = every interface, port 0 = any)"`
 	// HTTPListen is the address of `ferry namesrv`'s HTTP listener for operators
-	// (/healthz, /readyz; see docs/operations.md): HTTPS when namesrv.tlsMode is
+	// (/healthz, /readyz, /metrics; see docs/operations.md): HTTPS when namesrv.tlsMode is
 	// enforcing, HTTPS and plain HTTP when permissive, plain when disabled.
 	// Empty turns it off; `ferry standalone` serves broker.httpListen instead.
 	// Default "" (off). Key namesrv.httpListen, env FERRY_NAMESRV_HTTP_LISTEN,
 	// flag --http-listen (with ferry namesrv).
-	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz, /readyz of ferry namesrv (TLS as tlsMode); empty = off"`
+	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz, /readyz, /metrics of ferry namesrv (TLS as tlsMode); empty = off"`
 
 	// BrokerExpiry is how long a broker stays in the route table without
 	// re-registering (RocketMQ: 120 s). Default 120s. Key namesrv.brokerExpiry,

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/internal/leaktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The metrics tests start a broker, whose network poller's goroutines live on.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leaktest.Netpoll()...) }

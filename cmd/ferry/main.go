@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cloudwego/netpoll"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -231,7 +232,7 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 	if ports.broker != nil {
 		probes.Set(partBroker, observe.Pending("store not recovered"))
 	}
-	obs, err := startObserve(mode, cfg, probes, log, ports.http)
+	obs, reg, err := startObserve(mode, cfg, probes, log, ports.http)
 	if err != nil {
 		return errors.Join(err, ports.close())
 	}
@@ -275,6 +276,9 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 			MissingFunc:  func() []string { return b.Readiness().Missing() },
 			ServeErrFunc: b.ServeErr,
 		})
+		if reg != nil {
+			reg.MustRegister(observe.NewBrokerCollector(b, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
+		}
 	}
 	waitDone.Go(func() { probes.WaitReady(waitCtx, readyPoll) }) // logs "ferry is ready"
 	if failed := waitFailed(ctx, started); failed != nil {
@@ -294,23 +298,27 @@ const (
 	partBroker  = "broker"
 )
 
-// startObserve serves /healthz and /readyz on ln (the HTTP listener of mode); a nil ln
-// (off) gives a nil server, whose Shutdown does nothing.
-func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener) (*observe.Server, error) {
+// startObserve serves /healthz, /readyz and /metrics on ln (the HTTP listener of mode)
+// and returns the metrics registry, which holds the runtime collectors until the broker's
+// is added; a nil ln (off) gives a nil server, whose Shutdown does nothing, and no
+// registry.
+func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener) (*observe.Server, *prometheus.Registry, error) {
 	if ln == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	o, err := launch.ObserveOptions(mode, cfg, probes, log.With().Str("component", "http").Logger())
 	if err != nil {
-		return nil, errors.Join(err, closeListener(ln))
+		return nil, nil, errors.Join(err, closeListener(ln))
 	}
 	s, err := observe.New(o)
 	if err != nil {
-		return nil, errors.Join(err, closeListener(ln))
+		return nil, nil, errors.Join(err, closeListener(ln))
 	}
+	reg := observe.NewRegistry()
+	s.Handle("GET /metrics", s.MetricsHandler(reg))
 	s.Start(ln)
-	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: /healthz, /readyz")
-	return s, nil
+	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: /healthz, /readyz, /metrics")
+	return s, reg, nil
 }
 
 // waitFailed waits until ctx ends (nil) or one of servers stops accepting connections

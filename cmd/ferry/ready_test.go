@@ -158,6 +158,22 @@ func TestReadyzWaitsForRegistration(t *testing.T) {
 		return code == http.StatusOK
 	}, "/readyz 200 once the name server accepted the registration")
 	require.Contains(t, logs.String(), readyLine)
+	metrics := getMetrics(t, cfg.Broker.HTTPListen)
+	require.Contains(t, metrics, "\nrocketmq_topic_number ", "the broker's collector is served")
+	require.Contains(t, metrics, "\ngo_goroutines ")
+}
+
+// getMetrics GETs /metrics from the HTTP listener at addr.
+func getMetrics(t *testing.T, addr string) string {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, resp.Body.Close()) }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
 }
 
 // ferry namesrv serves its own HTTP listener (namesrv.httpListen, --http-listen).
@@ -170,6 +186,9 @@ func TestNamesrvReadyz(t *testing.T) {
 		return ok && code == http.StatusOK
 	}, "the name server serving")
 	require.Contains(t, logs.String(), readyLine)
+	metrics := getMetrics(t, cfg.NameServer.HTTPListen)
+	require.Contains(t, metrics, "\ngo_goroutines ", "the runtime collectors")
+	require.NotContains(t, metrics, "rocketmq_", "no broker here")
 	_, err := net.Dial("tcp", cfg.Broker.HTTPListen)
 	require.Error(t, err, "ferry namesrv does not serve broker.httpListen")
 }
