@@ -5,14 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 // Scripted tests of the state machine, in the transaction package's style: each
@@ -37,48 +37,10 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scripts")
 
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-func runScript(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	lines := strings.Split(string(raw), "\n")
-	m := NewMachine()
-	var out strings.Builder
-	if *rewrite {
-		defer func() {
-			if !t.Failed() {
-				require.NoError(t, os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644))
-			}
-		}()
-	}
-	for i := 0; i < len(lines); {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			i++
-			continue
-		}
-		require.Less(t, i+1, len(lines), "%s:%d: command without ----", path, i+1)
-		require.Equal(t, "----", lines[i+1], "%s:%d: command must be followed by ----", path, i+2)
-		j := i + 2
-		for j < len(lines) && lines[j] != "" {
-			j++
-		}
-		want := strings.Join(lines[i+2:j], "\n")
-		got := strings.TrimRight(runCommand(t, m, line), "\n")
-		out.WriteString(line + "\n----\n" + got + "\n")
-		if !*rewrite {
-			require.Equal(t, want, got, "%s:%d: %s", path, i+1, line)
-		}
-		i = j
-	}
+	testkit.RunScripts(t, "testdata/*.txt", *rewrite, func(t *testing.T) func(string) string {
+		m := NewMachine()
+		return func(line string) string { return runCommand(t, m, line) }
+	})
 }
 
 // runCommand executes one script line against m and returns its output.

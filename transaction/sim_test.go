@@ -3,14 +3,14 @@ package transaction
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
 // Scripted tests of the state machine, in the style of etcd-io/raft's testdata: each
@@ -29,56 +29,15 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scripts")
 
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-// runScript runs one script file.
-func runScript(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	lines := strings.Split(string(raw), "\n")
-	s := newSim(t)
-	var out strings.Builder
-	if *rewrite {
-		defer func() {
-			if t.Failed() {
-				t.Logf("output so far:\n%s", out.String())
-				return
+	testkit.RunScripts(t, "testdata/*.txt", *rewrite, func(t *testing.T) func(string) string {
+		s := newSim(t)
+		return func(line string) string {
+			if got := strings.TrimRight(s.run(line), "\n"); got != "" {
+				return got
 			}
-			require.NoError(t, os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644))
-		}()
-	}
-	for i := 0; i < len(lines); {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			i++
-			continue
+			return "ok"
 		}
-		cmd := line
-		require.Less(t, i+1, len(lines), "%s:%d: command without ----", path, i+1)
-		require.Equal(t, "----", lines[i+1], "%s:%d: command must be followed by ----", path, i+2)
-		j := i + 2
-		for j < len(lines) && lines[j] != "" {
-			j++
-		}
-		want := strings.Join(lines[i+2:j], "\n")
-		out.WriteString(cmd + "\n----\n")
-		got := strings.TrimRight(s.run(cmd), "\n")
-		if got == "" {
-			got = "ok"
-		}
-		if !*rewrite {
-			require.Equal(t, want, got, "%s:%d: %s", path, i+1, cmd)
-		}
-		out.WriteString(got + "\n")
-		i = j
-	}
+	})
 }
 
 // sim is the scripted driver and store.
