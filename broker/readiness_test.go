@@ -14,7 +14,6 @@ import (
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/launch"
-	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/testutil"
 )
 
@@ -42,16 +41,7 @@ func TestReadinessWaitsForRegistration(t *testing.T) {
 	require.Equal(t, []string{"not registered with a name server"}, b.Readiness().Missing(),
 		"serving, but no name server accepted it (none listens)")
 
-	ns, err := nameserver.New(nameserver.DefaultOptions())
-	require.NoError(t, err)
-	nln, err := net.Listen("tcp", late)
-	require.NoError(t, err, "the reserved port is still free")
-	require.NoError(t, ns.Start(nln))
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, ns.Shutdown(ctx))
-	}()
+	startNamesrvAt(t, late)
 	testutil.Eventually(t, 20*time.Second, func() bool { return len(b.Readiness().Missing()) == 0 },
 		"ready once the late name server accepted the registration")
 	r := b.Readiness()

@@ -35,18 +35,26 @@ func TestRegistrationRetriedAfterFailure(t *testing.T) {
 		DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: protocol.PermRead | protocol.PermWrite}, nil)
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
 
-	ns, err := nameserver.New(nameserver.DefaultOptions())
-	require.NoError(t, err)
-	nln, err := net.Listen("tcp", late)
-	require.NoError(t, err, "the reserved port is still free")
-	require.NoError(t, ns.Start(nln))
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, ns.Shutdown(ctx))
-	}()
+	ns := startNamesrvAt(t, late)
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		_, ok := ns.Table().TopicRoute("LateTopic")
 		return ok
 	}, "the late name server routes the topic")
+}
+
+// startNamesrvAt starts a name server on addr, a port reserved earlier (FreeAddr) that a
+// broker was already told to register with, and stops it when the test ends.
+func startNamesrvAt(t *testing.T, addr string) *nameserver.Server {
+	t.Helper()
+	ns, err := nameserver.New(nameserver.DefaultOptions())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "the reserved port is still free")
+	require.NoError(t, ns.Start(ln))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, ns.Shutdown(ctx))
+	})
+	return ns
 }

@@ -4,7 +4,7 @@
 // child's CPU time and the wait until it is idle (CPUTicks, WaitIdle), the disk space
 // files take (DiskUsage, Used), golden files (Testdata), a log sink safe for concurrent
 // writers (Buffer), free loopback addresses (FreeAddr) and a TCP proxy that freezes or
-// cuts a link (Proxy).
+// cuts a link (Proxy), and the runner of scripted state-machine tests (RunScripts).
 //
 // It imports only the standard library, so that any package's tests may use it, down to
 // the lowest layer; package testutil, which starts whole servers, builds on it. Only tests
