@@ -14,7 +14,8 @@ package observe
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -129,14 +130,7 @@ func (p *Probes) Health() Report {
 }
 
 // names are the parts' names in order (p.mu held).
-func (p *Probes) names() []string {
-	names := make([]string, 0, len(p.parts))
-	for n := range p.parts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (p *Probes) names() []string { return slices.Sorted(maps.Keys(p.parts)) }
 
 // add records that part lacks what.
 func (r *Report) add(part string, what ...string) {
