@@ -279,13 +279,14 @@ func TestStandaloneProcessReadyLineMeansClientsCanUseIt(t *testing.T) {
 	require.NoError(t, err)
 	// The send created the topic (autoCreateTopic); its own route reaches the name
 	// server with the registration that creation triggers, which is not readiness: the
-	// pull may wait for it.
+	// pull may wait for it, and for the dispatcher, which queues a stored message
+	// asynchronously (a pull before that finds no new message).
 	mq := client.MessageQueue{Topic: res.Topic, BrokerName: res.BrokerName, QueueID: res.QueueID}
 	var pr client.PullResult
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		pr, err = pc.Pull(ctx, mq, res.QueueOffset, 1, "*")
-		return err == nil
-	}, "the new topic's route")
+		return err == nil && pr.Status != client.PullNoNewMessage
+	}, "the new topic's route and the message queued")
 	require.Equal(t, client.PullFound, pr.Status)
 	require.Len(t, pr.Messages, 1)
 	require.Equal(t, "first", string(pr.Messages[0].Body))
