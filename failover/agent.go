@@ -61,7 +61,9 @@ type instance struct {
 // histories, ha.ConsistentPoint) before it starts. While the controllers cannot be
 // reached the agent keeps its role. See the package documentation for the timeline.
 //
-// The agent owns one goroutine (Start), stopped by Shutdown.
+// The agent owns two goroutines (Start), stopped by Shutdown: the heartbeat, which keeps
+// the broker alive in the controllers' eyes even while a role change takes its time, and
+// the loop, which acts on the answers.
 type Agent struct {
 	opts   Options
 	log    zerolog.Logger
@@ -71,33 +73,39 @@ type Agent struct {
 	addr   string           // the broker port, listened on again after a role change
 	haAddr string           // the HA address reported while not serving as master
 
-	kick     chan struct{} // heartbeat now (capacity 1): OnFenced, a refused set change
+	kick     chan struct{}             // heartbeat now (capacity 1): OnFenced, a refused set change
+	views    chan controller.GroupView // the newest answer, heartbeat → loop (capacity 1)
 	ctx      context.Context
 	cancel   context.CancelFunc
-	done     chan struct{} // closed when the loop has returned
+	wg       sync.WaitGroup
 	failed   chan struct{} // closed by fail
 	failOnce sync.Once
 	started  atomic.Bool
 	shutOnce sync.Once
 	shutErr  error
 
-	// Owned by the loop goroutine (and by Shutdown once the loop has returned).
-	ln         net.Listener // the listener the next broker serves; nil: listen again
-	cur        *instance
-	lastEnd    int64     // the log's end when no broker runs
-	pending    time.Time // when the role the agent is moving to was first assigned; zero: none
-	from       string    // the role served before the pending change ("": none)
-	failures   int       // consecutive failed starts
-	hbFailures int       // consecutive failed heartbeats (logs)
+	// Owned by the heartbeat goroutine.
+	hbFailures int // consecutive failed heartbeats (logs)
 
-	mu struct { // what other goroutines read: readiness, the SyncStateSet keeper
+	// Owned by the loop goroutine (and by Shutdown once it has returned).
+	ln       net.Listener         // the listener the next broker serves; nil: listen again
+	cur      *instance            // the running broker; also a.mu.cur
+	last     controller.GroupView // the answer acted on last
+	pending  time.Time            // when the role the agent is moving to was first assigned; zero: none
+	from     string               // the role served before the pending change ("": none)
+	failures int                  // consecutive failed starts
+
+	mu struct { // shared: readiness, the report, the SyncStateSet keeper
 		sync.Mutex
 		id         int64
 		registered bool
 		view       controller.GroupView
 		haveView   bool
+		want       role // the role the newest answer assigned
+		haveWant   bool // the group has a master
 		cur        *instance
-		waiting    string // why no broker serves the assigned role yet ("" when one does)
+		lastEnd    int64  // the log's end when no broker runs
+		waiting    string // what the agent is doing while cur does not serve want
 		failErr    error
 	}
 }
@@ -150,22 +158,22 @@ func newAgent(o Options, ctl controllerAPI) (*Agent, error) {
 		haAddr: reportedHAAddr(&o.Broker),
 		ln:     o.Listener,
 		kick:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		views:  make(chan controller.GroupView, 1),
 		failed: make(chan struct{}),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.mu.id = id
-	a.mu.waiting = "not registered with a controller"
 	return a, nil
 }
 
-// Start starts the agent's loop: it finds where the local log ends, registers, and from
-// then on heartbeats and serves the assigned role.
+// Start starts the agent: it finds where the local log ends, registers, and from then on
+// heartbeats and serves the assigned role.
 func (a *Agent) Start() error {
 	if !a.started.CompareAndSwap(false, true) {
 		return errors.New("failover: already started")
 	}
-	go a.run()
+	a.wg.Go(a.heartbeats)
+	a.wg.Go(a.run)
 	return nil
 }
 
@@ -184,18 +192,24 @@ func (a *Agent) ServeErr() error {
 }
 
 // Missing names what the agent lacks for clients to use its broker, each as one short
-// phrase: a registration, a master in the group, a broker serving the assigned role,
-// then what that broker lacks (broker.Readiness). Empty when ready.
+// phrase: a registration, a master in the group, a broker serving the role the newest
+// answer of the controllers assigned, then what that broker lacks (broker.Readiness).
+// Empty when ready.
 func (a *Agent) Missing() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case a.mu.failErr != nil:
 		return []string{"failover agent stopped: " + a.mu.failErr.Error()}
-	case a.mu.waiting != "":
-		return []string{a.mu.waiting}
-	case a.mu.cur == nil:
-		return []string{"no broker running"}
+	case !a.mu.registered:
+		return []string{"not registered with a controller"}
+	case !a.mu.haveWant:
+		return []string{"no master elected for broker group " + a.opts.Broker.BrokerName}
+	case a.mu.cur == nil || a.mu.cur.role != a.mu.want:
+		if a.mu.waiting != "" {
+			return []string{a.mu.waiting}
+		}
+		return []string{"changing role to " + a.mu.want.String()}
 	}
 	return a.mu.cur.b.Readiness().Missing()
 }
@@ -235,9 +249,7 @@ func (a *Agent) View() (controller.GroupView, bool) {
 func (a *Agent) Shutdown(ctx context.Context) error {
 	a.shutOnce.Do(func() {
 		a.cancel()
-		if a.started.Load() {
-			<-a.done
-		}
+		a.wg.Wait()
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, a.opts.ShutdownTimeout)
@@ -246,7 +258,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		var errs []error
 		if a.cur != nil {
 			errs = append(errs, a.cur.b.Shutdown(ctx))
-			a.setCurrent(nil, "shut down")
+			a.setCurrent(nil)
 		}
 		if a.ln != nil {
 			errs = append(errs, ignoreClosed(a.ln.Close()))
@@ -280,16 +292,6 @@ func (a *Agent) fail(err error) {
 	})
 }
 
-// isFailed reports whether fail was called.
-func (a *Agent) isFailed() bool {
-	select {
-	case <-a.failed:
-		return true
-	default:
-		return false
-	}
-}
-
 // kickNow makes the loop heartbeat at once.
 func (a *Agent) kickNow() {
 	select {
@@ -304,16 +306,22 @@ func (a *Agent) fenced(reason error) {
 	a.kickNow()
 }
 
-// setCurrent publishes the running broker (nil: none) and why no broker serves the
-// assigned role ("" when cur does).
-func (a *Agent) setCurrent(cur *instance, waiting string) {
+// setCurrent publishes the running broker (nil: none).
+func (a *Agent) setCurrent(cur *instance) {
 	a.cur = cur
 	a.mu.Lock()
-	a.mu.cur, a.mu.waiting = cur, waiting
+	a.mu.cur, a.mu.waiting = cur, ""
 	a.mu.Unlock()
 }
 
-// setWaiting publishes why no broker serves the assigned role ("": one does).
+// setLastEnd records where the log ends while no broker runs.
+func (a *Agent) setLastEnd(end int64) {
+	a.mu.Lock()
+	a.mu.lastEnd = end
+	a.mu.Unlock()
+}
+
+// setWaiting publishes what the agent does while no broker serves the assigned role.
 func (a *Agent) setWaiting(why string) {
 	a.mu.Lock()
 	a.mu.waiting = why
@@ -326,6 +334,11 @@ func (a *Agent) setWaiting(why string) {
 func (a *Agent) setView(v controller.GroupView) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.setViewLocked(v)
+}
+
+// setViewLocked is setView with a.mu held.
+func (a *Agent) setViewLocked(v controller.GroupView) {
 	old := a.mu.view
 	if a.mu.haveView && (v.MasterEpoch < old.MasterEpoch ||
 		v.MasterEpoch == old.MasterEpoch && v.SyncStateSetEpoch < old.SyncStateSetEpoch) {
@@ -334,38 +347,38 @@ func (a *Agent) setView(v controller.GroupView) {
 	a.mu.view, a.mu.haveView = v, true
 }
 
-// run is the agent's loop: find the log's end, then register, heartbeat and act on the
-// answers, until Shutdown or fail.
-func (a *Agent) run() {
-	defer close(a.done)
+// heartbeats finds where the log ends, then registers and heartbeats every
+// HeartbeatInterval (at once when kicked), handing each answer to the loop, until
+// Shutdown or fail. A registration is retried every RetryInterval.
+func (a *Agent) heartbeats() {
 	end, err := a.logEnd()
 	if err != nil {
 		a.fail(err)
 		return
 	}
-	a.lastEnd = end
+	a.mu.Lock()
+	a.mu.lastEnd = end
+	a.mu.Unlock()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		var brokerFailed <-chan struct{}
-		if a.cur != nil {
-			brokerFailed = a.cur.b.Failed()
-		}
 		select {
 		case <-a.ctx.Done():
 			return
-		case <-brokerFailed:
-			a.fail(fmt.Errorf("failover: the broker stopped accepting connections: %w", a.cur.b.ServeErr()))
+		case <-a.failed:
 			return
 		case <-a.kick:
 		case <-t.C:
 		}
-		a.tick()
-		if a.isFailed() {
-			return
+		if v, ok := a.beat(); ok {
+			select { // the loop needs the newest answer only
+			case <-a.views:
+			default:
+			}
+			a.views <- v
 		}
 		next := a.opts.HeartbeatInterval
-		if !a.pending.IsZero() || !a.registered() {
+		if !a.registered() {
 			next = min(next, a.opts.RetryInterval)
 		}
 		if !t.Stop() {
@@ -378,28 +391,20 @@ func (a *Agent) run() {
 	}
 }
 
-// registered reports whether the broker registered with the controllers.
-func (a *Agent) registered() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.mu.registered
-}
-
-// tick registers (until that succeeded once) or heartbeats, then acts on the answer.
-// When the controllers cannot be reached, the agent keeps its role and retries a pending
-// role change against the state it last learned.
-func (a *Agent) tick() {
+// beat registers (until that succeeded once) or heartbeats, and returns the group's
+// state. When the controllers cannot be reached it logs (the first failure, then every
+// 30th) and returns false: the agent keeps its role.
+func (a *Agent) beat() (controller.GroupView, bool) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.opts.Controller.Timeout)
 	defer cancel()
 	r := a.report()
 	if !a.registered() {
-		a.register(ctx, r)
-		return
+		return a.register(ctx, r)
 	}
 	v, err := a.ctl.Heartbeat(ctx, r)
 	if err != nil {
 		if a.ctx.Err() != nil {
-			return
+			return v, false
 		}
 		a.hbFailures++
 		if a.hbFailures == 1 || a.hbFailures%30 == 0 {
@@ -410,71 +415,116 @@ func (a *Agent) tick() {
 			a.mu.registered = false // register again (under the same id)
 			a.mu.Unlock()
 		}
-		if last, ok := a.View(); ok && !a.pending.IsZero() {
-			a.act(last)
-		}
-		return
+		return v, false
 	}
 	if a.hbFailures > 0 {
 		a.log.Info().Int("failures", a.hbFailures).Msg("heartbeats reach the controllers again")
 		a.hbFailures = 0
 	}
-	a.act(v)
+	return v, true
 }
 
 // register registers the broker, keeping a newly assigned id durably before anything
-// else, and acts on the group's state.
-func (a *Agent) register(ctx context.Context, r controller.BrokerReport) {
+// else, and returns the group's state.
+func (a *Agent) register(ctx context.Context, r controller.BrokerReport) (controller.GroupView, bool) {
 	id, v, err := a.ctl.Register(ctx, r)
 	switch {
 	case err == nil:
 	case a.ctx.Err() != nil:
-		return
+		return v, false
 	case r.BrokerID != controller.NoBroker &&
 		(errors.Is(err, controller.ErrUnknownBroker) || errors.Is(err, controller.ErrUnknownGroup)):
 		so := a.opts.Broker.Store
 		a.fail(fmt.Errorf("failover: the controllers do not know broker id %d of group %q kept in %s/%s "+
 			"(controllers reset?); remove that file to register as a new broker, whose log then "+
 			"counts for nothing in elections: %w", r.BrokerID, r.Group, so.Dir, identityName, err))
-		return
+		return v, false
 	default:
 		a.hbFailures++
 		if a.hbFailures == 1 || a.hbFailures%30 == 0 {
 			a.log.Warn().Err(err).Int("failures", a.hbFailures).Msg("registration with the controllers failed; retrying")
 		}
-		return
+		return v, false
 	}
 	a.hbFailures = 0
 	if r.BrokerID == controller.NoBroker {
 		so := a.opts.Broker.Store
 		if err := storeIdentity(so.FS, so.Dir, a.opts.Broker.BrokerName, id); err != nil {
 			a.fail(err)
-			return
+			return v, false
 		}
 	} else if id != r.BrokerID {
 		a.fail(fmt.Errorf("failover: registered as broker id %d, the controllers answered %d", r.BrokerID, id))
-		return
+		return v, false
 	}
 	a.mu.Lock()
 	a.mu.id, a.mu.registered = id, true
 	a.mu.Unlock()
 	a.log.Info().Int64("brokerId", id).Int32("epoch", r.Epoch).Int64("maxOffset", r.MaxOffset).
 		Msg("registered with the controllers")
-	a.act(v)
+	return v, true
 }
 
-// report is what the broker tells the controllers: its addresses, id, and log position.
-func (a *Agent) report() controller.BrokerReport {
-	o := &a.opts.Broker
-	end, haAddr := a.lastEnd, a.haAddr
-	if a.cur != nil {
-		end = a.cur.b.Store().CommitLog().MaxOffset()
-		if a.cur.role.master {
-			haAddr = a.cur.b.HAAddr()
+// registered reports whether the broker registered with the controllers.
+func (a *Agent) registered() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.registered
+}
+
+// run is the agent's loop: it acts on each answer the heartbeat hands over, and tries a
+// pending role change again every RetryInterval, until Shutdown or fail.
+func (a *Agent) run() {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		var brokerFailed <-chan struct{}
+		if a.cur != nil {
+			brokerFailed = a.cur.b.Failed()
+		}
+		var retryC <-chan time.Time
+		if !a.pending.IsZero() {
+			retry.Reset(a.opts.RetryInterval)
+			retryC = retry.C
+		}
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.failed:
+			return
+		case <-brokerFailed:
+			a.fail(fmt.Errorf("failover: the broker stopped accepting connections: %w", a.cur.b.ServeErr()))
+			return
+		case v := <-a.views:
+			a.act(v)
+		case <-retryC:
+			a.act(a.last)
+		}
+		if !retry.Stop() {
+			select {
+			case <-retry.C:
+			default:
+			}
 		}
 	}
+}
+
+// report is what the broker tells the controllers: its addresses, id, and log position
+// (the running broker's, else where the log ended).
+func (a *Agent) report() controller.BrokerReport {
+	o := &a.opts.Broker
+	a.mu.Lock()
+	id, end, haAddr := a.mu.id, a.mu.lastEnd, a.haAddr
+	if cur := a.mu.cur; cur != nil {
+		end = cur.b.Store().CommitLog().MaxOffset()
+		if cur.role.master {
+			haAddr = cur.b.HAAddr()
+		}
+	}
+	a.mu.Unlock()
 	return controller.BrokerReport{Cluster: o.ClusterName, Group: o.BrokerName, Addr: o.AdvertisedAddr,
-		HAAddr: haAddr, BrokerID: a.BrokerID(), Epoch: epochAt(a.epochs.Entries(), end), MaxOffset: end}
+		HAAddr: haAddr, BrokerID: id, Epoch: epochAt(a.epochs.Entries(), end), MaxOffset: end}
 }
 
 // epochAt is the epoch of the log's last byte, the newest entry starting at or before end
@@ -507,10 +557,14 @@ func (a *Agent) assigned(v controller.GroupView) (role, bool) {
 
 // act serves the role v assigns. A master that is no longer the group's master at its
 // epoch stops at once (fenced); a role change shuts the running broker down and starts
-// the next one; a failed start is tried again at the next tick.
+// the next one; a failed start is tried again after RetryInterval.
 func (a *Agent) act(v controller.GroupView) {
-	a.setView(v)
+	a.last = v
 	want, ok := a.assigned(v)
+	a.mu.Lock()
+	a.setViewLocked(v)
+	a.mu.want, a.mu.haveWant = want, ok
+	a.mu.Unlock()
 	if a.cur != nil {
 		a.from = a.cur.role.String()
 	}
@@ -520,10 +574,7 @@ func (a *Agent) act(v controller.GroupView) {
 		a.stop("fenced")
 	}
 	if !ok {
-		if a.cur == nil {
-			a.setWaiting(fmt.Sprintf("no master elected for broker group %s", a.opts.Broker.BrokerName))
-		}
-		return
+		return // a slave goes on serving reads until a master is elected
 	}
 	if a.cur != nil && a.cur.role == want {
 		a.failures = 0
@@ -545,13 +596,14 @@ func (a *Agent) act(v controller.GroupView) {
 	case err != nil:
 		a.failures++
 		a.log.Error().Err(err).Str("role", want.String()).Int("failures", a.failures).Msg("starting the broker failed")
+		a.setWaiting("starting as " + want.String() + " failed (retrying): " + err.Error())
 		if a.failures >= a.opts.MaxStartFailures {
 			a.fail(fmt.Errorf("failover: starting as %s failed %d times: %w", want, a.failures, err))
 		}
 		return
 	}
 	a.failures = 0
-	a.setCurrent(cur, "")
+	a.setCurrent(cur)
 	if a.from == "" {
 		a.from = "none"
 	}
@@ -569,8 +621,8 @@ func (a *Agent) stop(why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
 	err := cur.b.Shutdown(ctx)
 	cancel()
-	a.lastEnd = cur.b.Store().CommitLog().MaxOffset()
-	a.setCurrent(nil, "stopped ("+why+")")
+	a.setLastEnd(cur.b.Store().CommitLog().MaxOffset())
+	a.setCurrent(nil)
 	ev := a.log.Info()
 	if err != nil {
 		ev = a.log.Error().Err(err)

@@ -171,10 +171,16 @@ func sendOK(t *testing.T, rc *remoting.Client, addr string, bodies ...string) {
 // bodies pulls queue 0 of testTopic at addr and returns the bodies in order.
 func bodies(t *testing.T, rc *remoting.Client, addr string) []string {
 	t.Helper()
+	return bodiesOf(t, rc, addr, 0)
+}
+
+// bodiesOf pulls queue q of testTopic at addr and returns the bodies in order.
+func bodiesOf(t *testing.T, rc *remoting.Client, addr string, q int32) []string {
+	t.Helper()
 	var out []string
 	for off := int64(0); ; {
 		req := protocol.NewRequest(protocol.PullMessage, &protocol.PullMessageRequestHeader{
-			ConsumerGroup: "FailoverCG", Topic: testTopic, QueueOffset: off, MaxMsgNums: 256,
+			ConsumerGroup: "FailoverCG", Topic: testTopic, QueueID: q, QueueOffset: off, MaxMsgNums: 256,
 			SysFlag: protocol.PullFlagSubscription, Subscription: "*"})
 		resp, err := rc.Invoke(context.Background(), addr, req)
 		require.NoError(t, err)

@@ -89,7 +89,7 @@ func (a *Agent) startSlave(r role) (*instance, error) {
 		if err := store.Truncate(so, point); err != nil {
 			return nil, fmt.Errorf("failover: truncate the log to %d: %w", point, err)
 		}
-		a.lastEnd = point
+		a.setLastEnd(point)
 		a.log.Warn().Int64("from", end).Int64("to", point).Int64("dropped", end-point).
 			Interface("localEpochs", a.epochs.Entries()).Interface("masterEpochs", hist).
 			Dur("took", time.Since(t0)).Msg("log truncated to where it agrees with the master's")
@@ -125,7 +125,7 @@ func (a *Agent) discard(b *broker.Broker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
 	defer cancel()
 	err := b.Shutdown(ctx)
-	a.lastEnd = b.Store().CommitLog().MaxOffset()
+	a.setLastEnd(b.Store().CommitLog().MaxOffset())
 	return err
 }
 
