@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/nameserver"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -393,4 +395,75 @@ func TestControllerModeOptions(t *testing.T) {
 	require.NoError(t, o.Validate())
 	o = ctlMaster(t, 1, k)
 	require.NoError(t, o.Validate())
+}
+
+// startNameServer starts a name server on a free port, stopped at cleanup.
+func startNameServer(t *testing.T) *nameserver.Server {
+	t.Helper()
+	ns, err := nameserver.New(nameserver.DefaultOptions())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ns.Start(ln))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, ns.Shutdown(ctx))
+	})
+	return ns
+}
+
+// brokerAddrs is broker-a's id → address in the name server's cluster info.
+func brokerAddrs(ns *nameserver.Server) map[int64]string {
+	return ns.Table().ClusterInfo().BrokerAddrTable["broker-a"].BrokerAddrs
+}
+
+// An election seen from the name server, with real brokers: A masters epoch 1 with B as
+// its slave; B, elected for epoch 2, restarts in-process as the master and takes id 0 at
+// once though A still holds it; A, still running, is refused as stale and fenced; A
+// restarted as B's slave registers under its own id from its own address and replicates.
+func TestElectedMasterTakesOverTheRoute(t *testing.T) {
+	ns := startNameServer(t)
+	named := func(o broker.Options) broker.Options {
+		o.NamesrvAddrs, o.RegisterInterval = []string{ns.Addr()}, 200*time.Millisecond
+		return o
+	}
+	var fencedA fences
+	ao := named(ctlMaster(t, 1, newFakeKeeper(1, 1, 1, 2)))
+	ao.OnFenced = fencedA.record
+	a, aaddr, stopA := runBroker(t, ao, "")
+	bo := named(ctlSlave(t, 1, 2, a.HAAddr()))
+	_, baddr, stopB := runBroker(t, bo, "")
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return maps.Equal(brokerAddrs(ns), map[int64]string{0: aaddr, 2: baddr})
+	}, "A master, B slave")
+	rc := newRemoting(t)
+	resp := sendRaw(t, rc, aaddr, "ElectTopic", []byte("under epoch 1"), true)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+
+	// B elected: restarted in-process as the master of epoch 2, on its data and port.
+	stopB()
+	kB := newFakeKeeper(2, 2, 1, 2)
+	nb := named(ctlMaster(t, 2, kB))
+	nb.Store.Dir, nb.AssignedID = bo.Store.Dir, 2
+	b, _, _ := runBroker(t, nb, baddr)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return maps.Equal(brokerAddrs(ns), map[int64]string{0: baddr})
+	}, "B holds id 0 at once, A's address is gone")
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(fencedA.get()) > 0 }, "A learns it is stale")
+	require.ErrorIs(t, fencedA.get()[0], broker.ErrFenced)
+	require.Contains(t, fencedA.get()[0].Error(), "master epoch 2")
+
+	// A back as B's slave, under its own id, from its own address.
+	stopA()
+	na := named(ctlSlave(t, 2, 1, b.HAAddr()))
+	na.Store.Dir = ao.Store.Dir
+	a, _, _ = runBroker(t, na, aaddr)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return maps.Equal(brokerAddrs(ns), map[int64]string{0: baddr, 1: aaddr})
+	}, "A registered as B's slave")
+	testkit.Eventually(t, 10*time.Second, func() bool { return kB.hasSet(1, 2) }, "A in B's SyncStateSet")
+	resp = sendRaw(t, rc, baddr, "ElectTopic", []byte("under epoch 2"), true)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+	require.GreaterOrEqual(t, a.Store().CommitLog().MaxOffset(), b.Store().CommitLog().MaxOffset(), "A has B's log")
 }
