@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/acl/sign"
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/testkit"
@@ -203,4 +204,27 @@ func FuzzReadHello(f *testing.F) {
 		require.Equal(t, signed, re)
 		require.Equal(t, append(re[4:], h.MAC[:]...), b[:len(re)-4+HelloMACSize])
 	})
+}
+
+// With ACL on, a master in controller mode wants both: an identity hello without an
+// admin account's proof is refused, one with it streams.
+func TestControllerModeMasterWithAuthentication(t *testing.T) {
+	ml := openLog(t, t.TempDir(), testSegSize)
+	defer func() { require.NoError(t, ml.Close()) }()
+	appendN(t, ml, 0, 10, 300)
+	a, err := acl.Parse([]byte(authACL))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	o := DefaultMasterOptions()
+	o.Log, o.Listener, o.Logger = ml, ln, testLogger(t)
+	o.HeartbeatInterval, o.IdleTimeout, o.PollInterval = 50*time.Millisecond, 2*time.Second, 5*time.Millisecond
+	o.Auth, o.BrokerName, o.Epoch, o.HandshakeTimeout = a, "broker-a", 4, 2*time.Second
+	m, err := NewMaster(o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Close()) }()
+
+	require.Zero(t, received(t, m, nil, identityHello(t, sign.Credentials{}, "broker-a", 2, 4)), "no credentials")
+	require.Zero(t, received(t, m, nil, helloFor(t, admin, "broker-a")), "credentials without identity")
+	require.Greater(t, received(t, m, nil, identityHello(t, admin, "broker-a", 2, 4)), FrameHeaderSize, "both")
 }
