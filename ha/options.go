@@ -123,7 +123,7 @@ func (o *MasterOptions) Validate() error {
 		positive("IdleTimeout", o.IdleTimeout), positive("PollInterval", o.PollInterval),
 		positive("HandshakeTimeout", o.HandshakeTimeout), positive("MaxClockSkew", o.MaxClockSkew))
 	if o.Epoch < 0 {
-		errs = append(errs, fmt.Errorf("Epoch %d is negative", o.Epoch))
+		errs = append(errs, fmt.Errorf("negative Epoch %d", o.Epoch))
 	}
 	if o.TLS != nil {
 		if err := o.TLS.Validate(); err != nil {
@@ -209,7 +209,7 @@ func (o *SlaveOptions) Validate() error {
 	}
 	switch {
 	case o.Epoch < 0:
-		errs = append(errs, fmt.Errorf("Epoch %d is negative", o.Epoch))
+		errs = append(errs, fmt.Errorf("negative Epoch %d", o.Epoch))
 	case o.Epoch > 0 && o.BrokerID < 1:
 		errs = append(errs, fmt.Errorf("an identified slave (Epoch %d) needs a BrokerID ≥ 1, got %d", o.Epoch, o.BrokerID))
 	}
