@@ -116,7 +116,7 @@ func (f *fences) get() []error {
 
 // ctlOptions is a broker of broker-a in controller mode on its own data directory, not
 // registered anywhere, with short timings.
-func ctlOptions(t *testing.T, epoch int32) broker.Options {
+func ctlOptions(t testing.TB, epoch int32) broker.Options {
 	t.Helper()
 	o := broker.DefaultOptions()
 	o.Store.Dir, o.Store.FS, o.Store.SegmentSize = t.TempDir(), mmap.OSFS{}, 8<<20
@@ -127,7 +127,7 @@ func ctlOptions(t *testing.T, epoch int32) broker.Options {
 }
 
 // ctlMaster is a SYNC_MASTER in controller mode with assigned id 1 and keeper k.
-func ctlMaster(t *testing.T, epoch int32, k broker.SyncStateSetKeeper) broker.Options {
+func ctlMaster(t testing.TB, epoch int32, k broker.SyncStateSetKeeper) broker.Options {
 	t.Helper()
 	o := ctlOptions(t, epoch)
 	o.Role, o.BrokerID, o.AssignedID, o.SyncStateSet = broker.RoleSyncMaster, 0, 1, k
@@ -137,7 +137,7 @@ func ctlMaster(t *testing.T, epoch int32, k broker.SyncStateSetKeeper) broker.Op
 }
 
 // ctlSlave is a slave in controller mode with id, replicating from haMaster.
-func ctlSlave(t *testing.T, epoch int32, id int64, haMaster string) broker.Options {
+func ctlSlave(t testing.TB, epoch int32, id int64, haMaster string) broker.Options {
 	t.Helper()
 	o := ctlOptions(t, epoch)
 	o.Role, o.BrokerID, o.HAMasterAddr = broker.RoleSlave, id, haMaster
@@ -147,7 +147,7 @@ func ctlSlave(t *testing.T, epoch int32, id int64, haMaster string) broker.Optio
 // runBroker starts a broker with o on addr ("": a free port, else the same port again
 // once free) and shuts it down at cleanup unless stop was called; it returns the broker,
 // its address, and stop.
-func runBroker(t *testing.T, o broker.Options, addr string) (*broker.Broker, string, func()) {
+func runBroker(t testing.TB, o broker.Options, addr string) (*broker.Broker, string, func()) {
 	t.Helper()
 	var ln net.Listener
 	if addr == "" {
@@ -180,7 +180,7 @@ func requireQueued(t *testing.T, b *broker.Broker, topic string, n int64) {
 	require.Equal(t, n, b.Store().MaxOffset(topic, 0), topic)
 }
 
-func newRemoting(t *testing.T) *remoting.Client {
+func newRemoting(t testing.TB) *remoting.Client {
 	t.Helper()
 	rc, err := remoting.NewClient(remoting.DefaultClientOptions())
 	require.NoError(t, err)
