@@ -429,7 +429,8 @@ func TestElectedMasterTakesOverTheRoute(t *testing.T) {
 		return o
 	}
 	var fencedA fences
-	ao := named(ctlMaster(t, 1, newFakeKeeper(1, 1, 1, 2)))
+	kA := newFakeKeeper(1, 1, 1, 2)
+	ao := named(ctlMaster(t, 1, kA))
 	ao.OnFenced = fencedA.record
 	a, aaddr, stopA := runBroker(t, ao, "")
 	bo := named(ctlSlave(t, 1, 2, a.HAAddr()))
@@ -437,6 +438,9 @@ func TestElectedMasterTakesOverTheRoute(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		return maps.Equal(brokerAddrs(ns), map[int64]string{0: aaddr, 2: baddr})
 	}, "A master, B slave")
+	// B in the set: it has everything A acknowledges (the controller elects only there,
+	// and this test has no truncation to do).
+	testkit.Eventually(t, 10*time.Second, func() bool { return kA.hasSet(1, 2) }, "B in A's SyncStateSet")
 	rc := newRemoting(t)
 	resp := sendRaw(t, rc, aaddr, "ElectTopic", []byte("under epoch 1"), true)
 	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
