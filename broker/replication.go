@@ -26,6 +26,12 @@ package broker
 // address changes. A slave starts neither the schedule nor the transaction service and
 // refuses writes (the write column of registerHandlers). It copies the master's metadata with
 // slaveSync (slavesync.go).
+//
+// Controller mode (controller.go): the master's HA listener admits only slaves of its
+// master epoch and reports a slave of a newer one (OnFenced); a slave identifies itself
+// with its id and epoch and replicates from the static HAMasterAddr. A master's send that
+// waits is answered by afterPutInSet: SLAVE_NOT_AVAILABLE below MinInSyncReplicas, and
+// with AllAckInSyncStateSet a wait for every member of the SyncStateSet (syncstate.go).
 
 import (
 	"context"
