@@ -153,6 +153,10 @@ const (
 	LitePullMessage RequestCode = 361 // LITE_PULL_MESSAGE
 	// BrokerHeartbeat (BROKER_HEARTBEAT) is a 5.x broker-to-name-server keep-alive.
 	BrokerHeartbeat RequestCode = 904 // BROKER_HEARTBEAT
+	// GetBrokerEpochCache (GET_BROKER_EPOCH_CACHE, RocketMQ 5 controller mode) returns a
+	// broker's epoch history and commit-log end ([BrokerEpochCache] body), which a slave
+	// compares with its own to find where their logs agree.
+	GetBrokerEpochCache RequestCode = 1007 // GET_BROKER_EPOCH_CACHE
 )
 
 // Known reports whether the code is one this package names (String then

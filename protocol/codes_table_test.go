@@ -85,6 +85,7 @@ var allRequestCodes = []struct {
 	{GetTopicConfig, "GET_TOPIC_CONFIG", 351},
 	{LitePullMessage, "LITE_PULL_MESSAGE", 361},
 	{BrokerHeartbeat, "BROKER_HEARTBEAT", 904},
+	{GetBrokerEpochCache, "GET_BROKER_EPOCH_CACHE", 1007},
 }
 
 var allResponseCodes = []struct {
