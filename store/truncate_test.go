@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/message"
 )
 
 // truncMessage is the i-th message of a truncation test: three queues of CrashTopic, a
@@ -290,4 +292,109 @@ func TestTombstonePastTheLogEndIsLowered(t *testing.T) {
 	got := queueContents(t, s, "Gone", 0)
 	require.Len(t, got, 1)
 	require.Equal(t, "again", string(got[0].Body))
+}
+
+// truncateChild is the child side of TestTruncateKilled (args: the store's directory and
+// the child's number): forever, open the store, put 200 messages C<child>-<round>-<i>,
+// shut down, print "CUT <round> <offset of message 100>" and truncate there, printing
+// "STEP" before every durable step of the truncation (sync, directory sync, rename,
+// removal).
+func truncateChild(args []string) {
+	dir, child := args[0], args[1]
+	efs := mmap.NewErrorFS(mmap.OSFS{})
+	o := crashOptions(dir)
+	o.FS = efs
+	durable := mmap.OpSync | mmap.OpSyncDir | mmap.OpFileSync | mmap.OpRename | mmap.OpRemove | mmap.OpRemoveAll
+	fail := func(err error) {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	for round := 0; ; round++ {
+		s, err := Open(o)
+		if err != nil {
+			fail(err)
+		}
+		s.Start()
+		var cut int64
+		for i := range 200 {
+			m := truncMessage(fmt.Sprintf("C%s-%d-", child, round), i)
+			props, _ := message.EncodeProperties(map[string]string{message.PropertyUniqKey: m.uniq, message.PropertyKeys: m.keys})
+			rec := message.Record{QueueID: m.queueID, Body: []byte(m.body), Topic: []byte(m.topic), Properties: props,
+				BornTimestamp: time.Now().UnixMilli(), BornHost: testHost}
+			res, err := s.PutMessage(&rec, false)
+			if err != nil {
+				fail(err)
+			}
+			if i == 100 {
+				cut = res.PhysicalOffset
+			}
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			fail(err)
+		}
+		fmt.Printf("CUT %d %d\n", round, cut)
+		remove := efs.Inject(mmap.Rule{Ops: durable, Hook: func(mmap.Op, string) error {
+			fmt.Println("STEP")
+			return nil
+		}})
+		if err := Truncate(o, cut); err != nil {
+			fail(err)
+		}
+		remove()
+	}
+}
+
+// A process that truncates its store is killed (SIGKILL) at a random durable step of a
+// truncation: the store opens consistent (queues gap-free and pointing at their records,
+// every key found, the log ending at or after the cut), and truncating it again at the
+// announced cut ends the log exactly there, without the messages from the cut on.
+func TestTruncateKilled(t *testing.T) {
+	dir := t.TempDir()
+	o := crashOptions(dir)
+	rng := rand.New(rand.NewPCG(5, 8))
+	rounds := 8
+	if testing.Short() {
+		rounds = 3
+	}
+	for n := range rounds {
+		child := testkit.StartChild(t, "truncate", dir, strconv.Itoa(n))
+		var round int
+		cut := int64(-1)
+		for steps := 1 + rng.IntN(45); steps > 0; {
+			line := child.Line(t, time.Minute)
+			switch {
+			case line == "STEP":
+				steps--
+			case strings.HasPrefix(line, "CUT "):
+				_, err := fmt.Sscanf(line, "CUT %d %d", &round, &cut)
+				require.NoError(t, err, "child said %q", line)
+			default:
+				require.Fail(t, "unexpected line", "child said %q", line)
+			}
+		}
+		child.Kill(t)
+		require.Positive(t, cut)
+
+		s, err := Open(o)
+		require.NoError(t, err, "child %d", n)
+		require.GreaterOrEqual(t, s.CommitLog().MaxOffset(), cut)
+		checkQueuesConsistent(t, s)
+		require.NoError(t, s.Shutdown(context.Background()))
+
+		require.NoError(t, Truncate(o, cut), "child %d: truncate again at %d", n, cut)
+		s, err = Open(o)
+		require.NoError(t, err)
+		require.Equal(t, cut, s.CommitLog().MaxOffset())
+		present := presentUniqKeys(t, s)
+		prefix := fmt.Sprintf("C%d-%d-", n, round)
+		kept := names(prefix, 0, 100)
+		require.Equal(t, len(present), checkQueuesConsistent(t, s))
+		for _, k := range kept {
+			require.True(t, present[k], "child %d: %s before the cut", n, k)
+		}
+		for _, k := range names(prefix, 100, 200) {
+			require.False(t, present[k], "child %d: %s after the cut", n, k)
+		}
+		require.NoError(t, s.Shutdown(context.Background()))
+	}
 }
