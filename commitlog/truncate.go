@@ -85,11 +85,11 @@ func (l *Log) CheckBoundary(end int64) error {
 // checkBoundary is CheckBoundary on list, whose data ends at last.
 func checkBoundary(list *segList, end, last, segSize int64) error {
 	first := list.first()
-	if len(list.segs) == 0 || end < first || end > last {
-		return fmt.Errorf("%w: %d, the log holds [%d, %d)", ErrOutOfRange, end, max(first, 0), last)
-	}
-	if end == last {
+	switch {
+	case end == last:
 		return nil
+	case len(list.segs) == 0 || end < first || end > last:
+		return fmt.Errorf("%w: %d, the log holds [%d, %d)", ErrOutOfRange, end, max(first, 0), last)
 	}
 	return boundary(list, end, segSize)
 }
