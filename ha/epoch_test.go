@@ -52,7 +52,11 @@ func TestConsistentPoint(t *testing.T) {
 		{name: "empty master history", local: h12, localEnd: 900, masterEnd: 900, want: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, ConsistentPoint(tc.local, tc.localEnd, tc.master, tc.masterEnd), tc.why)
+			got := ConsistentPoint(tc.local, tc.localEnd, tc.master, tc.masterEnd)
+			require.Equal(t, tc.want, got, tc.why)
+			require.LessOrEqual(t, got, min(tc.localEnd, tc.masterEnd), "never past either log")
+			require.Equal(t, got, ConsistentPoint(tc.local, got, tc.master, tc.masterEnd),
+				"the same point once the local log is cut there (epoch file not cut yet)")
 			if len(tc.local) > 0 && len(tc.master) > 0 {
 				require.Equal(t, tc.want, ConsistentPoint(tc.master, tc.masterEnd, tc.local, tc.localEnd), "symmetric")
 			}
