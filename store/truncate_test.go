@@ -103,7 +103,17 @@ func TestTruncateServesNothingPastTheOffset(t *testing.T) {
 	require.Equal(t, cut, s.CommitLog().MaxOffset())
 	requireServes(t, s, names("P", 0, 200), names("P", 200, 300))
 	for q := range int32(3) {
-		require.Equal(t, int64(len(names("P", 0, 200))+2-int(q))/3, s.MaxOffset("CrashTopic", q), "queue %d", q)
+		maxOff := int64(200+2-int(q)) / 3
+		require.Equal(t, maxOff, s.MaxOffset("CrashTopic", q), "queue %d", q)
+		// A consumer that had pulled past the cut finds nothing there.
+		r, err := s.GetMessages("CrashTopic", q, maxOff, 32, 1<<20, nil)
+		require.NoError(t, err)
+		require.Equal(t, OffsetOverflowOne, r.Status)
+		r.Release()
+		r, err = s.GetMessages("CrashTopic", q, maxOff+10, 32, 1<<20, nil)
+		require.NoError(t, err)
+		require.Equal(t, OffsetOverflowBadly, r.Status)
+		r.Release()
 	}
 	// New messages go on from the cut, with the queue offsets after the kept ones.
 	more := putAll(t, s, "N", 30)
