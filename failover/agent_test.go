@@ -147,12 +147,16 @@ func newRemoting(t *testing.T) *remoting.Client {
 	return rc
 }
 
-// send sends body to queue 0 of testTopic at addr and returns the answer's code.
+// send sends body to queue 0 of testTopic at addr and returns the answer's code. The
+// send does not wait for storage: a master (a SYNC_MASTER) answers it once stored
+// locally, slaves or not.
 func send(t *testing.T, rc *remoting.Client, addr, body string) protocol.ResponseCode {
 	t.Helper()
+	props, err := message.EncodeProperties(map[string]string{message.PropertyWaitStoreMsgOK: "false"})
+	require.NoError(t, err)
 	h := protocol.SendMessageRequestHeaderV2{SendMessageRequestHeader: protocol.SendMessageRequestHeader{
 		ProducerGroup: "FailoverPG", Topic: testTopic, DefaultTopic: protocol.AutoCreateTopicKey,
-		DefaultTopicQueueNums: 1, BornTimestamp: time.Now().UnixMilli()}}
+		DefaultTopicQueueNums: 1, BornTimestamp: time.Now().UnixMilli(), Properties: string(props)}}
 	req := protocol.NewRequest(protocol.SendMessageV2, &h)
 	req.Body = []byte(body)
 	resp, err := rc.Invoke(context.Background(), addr, req)
@@ -278,8 +282,8 @@ func TestIsolatedMasterIsTruncatedWhenItRejoins(t *testing.T) {
 	x := n1.end()
 
 	// The master loses the controllers; they elect the slave. The old master goes on
-	// serving (allAckInSyncStateSet is off) and acknowledges writes the group will not
-	// keep.
+	// serving and stores writes the group will not keep (sends that do not wait for a
+	// slave are acknowledged: allAckInSyncStateSet is off).
 	f.setCut(1, true)
 	f.elect(2)
 	n2.serving(true, 2)

@@ -320,8 +320,8 @@ func TestIsolatedMasterRejoinsTruncated(t *testing.T) {
 	}, "the controllers elect another master")
 	m := slices.IndexFunc(nodes, func(n *testNode) bool { return n.a.BrokerID() == v.Master })
 	nodes[m].serving(true, v.MasterEpoch)
-	// Cut off from the controllers, the old master still takes writes (without
-	// allAckInSyncStateSet nothing stops it): the group will not keep them.
+	// Cut off from the controllers, the old master still stores writes (sends that do
+	// not wait for a slave are acknowledged): the group will not keep them.
 	sendOK(t, rc, nodes[0].addr, "lost0", "lost1")
 	require.Greater(t, nodes[0].end(), x)
 	sendOK(t, rc, nodes[m].addr, "b0")

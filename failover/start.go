@@ -160,9 +160,12 @@ func (a *Agent) brokerOptions(r role) broker.Options {
 	o := a.opts.Broker
 	id := a.BrokerID()
 	o.ControllerMode, o.AssignedID, o.MasterEpoch = true, id, r.epoch
-	o.Epochs, o.OnFenced = a.epochs, a.fenced
+	o.Epochs, o.OnFenced = epochSource{a.epochs}, a.fenced
 	if r.master {
-		o.Role, o.BrokerID, o.HAMasterAddr = masterRole(&o), 0, ""
+		// A SYNC_MASTER: with allAckInSyncStateSet a send that waits for storage waits
+		// for every member of the SyncStateSet, without it for any one slave, as in fixed
+		// roles (broker.Options.AllAckInSyncStateSet).
+		o.Role, o.BrokerID, o.HAMasterAddr = broker.RoleSyncMaster, 0, ""
 		o.SyncStateSet = &keeper{a: a, masterEpoch: r.epoch}
 	} else {
 		o.Role, o.BrokerID, o.HAMasterAddr, o.SyncStateSet = broker.RoleSlave, id, r.masterHA, nil
@@ -170,14 +173,17 @@ func (a *Agent) brokerOptions(r role) broker.Options {
 	return o
 }
 
-// masterRole is the replication role of a master in controller mode: SYNC_MASTER when a
-// send waits for replicas (allAckInSyncStateSet, or minInSyncReplicas above 1), otherwise
-// ASYNC_MASTER (answered once stored locally; slaves catch up).
-func masterRole(o *broker.Options) broker.Role {
-	if o.AllAckInSyncStateSet || o.MinInSyncReplicas > 1 {
-		return broker.RoleSyncMaster
+// epochSource serves the epoch file to the broker (GET_BROKER_EPOCH_CACHE).
+type epochSource struct{ f *ha.EpochFile }
+
+// Entries returns the history, oldest first.
+func (s epochSource) Entries() []broker.EpochEntry {
+	hist := s.f.Entries()
+	out := make([]broker.EpochEntry, len(hist))
+	for i, e := range hist {
+		out[i] = broker.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
 	}
-	return broker.RoleAsyncMaster
+	return out
 }
 
 // logEnd opens the store just long enough to learn where its commit log ends (recovering
