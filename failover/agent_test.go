@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -371,4 +373,29 @@ func TestEpochAt(t *testing.T) {
 		require.Equal(t, want, epochAt(h, end), "end %d", end)
 	}
 	require.Zero(t, epochAt(nil, 10))
+}
+
+func TestLogWithoutHistoryIsCopiedAgain(t *testing.T) {
+	rc := newRemoting(t)
+	// n2's store gets a log of its own first (under other controllers), then loses its
+	// epoch history and id: a store from before controller mode.
+	other := newFakeController(testGroup)
+	f := newFakeController(testGroup)
+	n1, n2 := newNode(t, f), newNode(t, other)
+	n2.start()
+	n2.serving(true, 1)
+	sendOK(t, rc, n2.addr, "x0", "x1", "x2", "x3")
+	n2.stop()
+	require.NoError(t, os.Remove(filepath.Join(n2.dir, ha.EpochFileName)))
+	require.NoError(t, os.Remove(filepath.Join(n2.dir, identityName)))
+
+	n1.start()
+	n1.serving(true, 1)
+	sendOK(t, rc, n1.addr, "a0")
+	n2.f = f
+	n2.start()
+	n2.serving(false, 1)
+	n2.holds(rc, "a0")
+	require.Equal(t, n1.end(), n2.end(), "nothing of its own log is left")
+	require.Equal(t, n1.epochs(), n2.epochs())
 }

@@ -74,8 +74,10 @@ func (a *Agent) startSlave(r role) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	end := b.Store().CommitLog().MaxOffset()
-	if point := ha.ConsistentPoint(a.epochs.Entries(), end, hist, masterEnd); point < end {
+	end, start := b.Store().CommitLog().MaxOffset(), b.Store().CommitLog().MinOffset()
+	// Nothing before the log's first retained byte can be cut: a log that agrees with the
+	// master nowhere (no common epoch: a store from before controller mode) is emptied.
+	if point := max(ha.ConsistentPoint(a.epochs.Entries(), end, hist, masterEnd), start); point < end {
 		// The log holds writes the master does not have (an old master's, or what a
 		// slave copied from one): they are not part of the group's history.
 		if err := a.discard(b); err != nil {
