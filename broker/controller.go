@@ -26,6 +26,8 @@ package broker
 import (
 	"context"
 	"errors"
+
+	"github.com/ferrymq/ferry/ha"
 )
 
 // ErrFenced is wrapped by the reasons Options.OnFenced receives: this broker serves an
@@ -44,12 +46,8 @@ type SyncStateSetKeeper interface {
 }
 
 // EpochEntry is one entry of a broker's epoch history: from StartOffset on, its log was
-// written by the master of Epoch. It has the shape of the entries of package ha's epoch
-// file, which this type is to become an alias of, so that the file is an EpochSource.
-type EpochEntry struct {
-	Epoch       int32
-	StartOffset int64
-}
+// written by the master of Epoch (package ha's epoch file, which is an EpochSource).
+type EpochEntry = ha.EpochEntry
 
 // EpochSource is a broker's epoch history (the epoch file), served by
 // GET_BROKER_EPOCH_CACHE.

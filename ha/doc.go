@@ -30,7 +30,8 @@
 //
 // Files: frame.go (wire format, hellos included), auth.go (TLS and hello handshake),
 // options.go, master.go (listener and per-slave connections), peers.go (identified
-// slaves), slave.go, group.go (goroutine tracking).
+// slaves), slave.go, group.go (goroutine tracking), epoch.go (the epoch file and
+// ConsistentPoint, for controller mode).
 //
 // Goroutines: Master owns one accept loop and, per slave connection, a reader (offset
 // reports) and a writer (frames); Slave owns one connection loop and, per connection, a
