@@ -162,7 +162,7 @@ func (a *Agent) brokerOptions(r role) broker.Options {
 	o := a.opts.Broker
 	id := a.BrokerID()
 	o.ControllerMode, o.AssignedID, o.MasterEpoch = true, id, r.epoch
-	o.Epochs, o.OnFenced = epochSource{a.epochs}, a.fenced
+	o.Epochs, o.OnFenced = a.epochs, a.fenced
 	if r.master {
 		// A SYNC_MASTER: with allAckInSyncStateSet a send that waits for storage waits
 		// for every member of the SyncStateSet, without it for any one slave, as in fixed
@@ -173,19 +173,6 @@ func (a *Agent) brokerOptions(r role) broker.Options {
 		o.Role, o.BrokerID, o.HAMasterAddr, o.SyncStateSet = broker.RoleSlave, id, r.masterHA, nil
 	}
 	return o
-}
-
-// epochSource serves the epoch file to the broker (GET_BROKER_EPOCH_CACHE).
-type epochSource struct{ f *ha.EpochFile }
-
-// Entries returns the history, oldest first.
-func (s epochSource) Entries() []broker.EpochEntry {
-	hist := s.f.Entries()
-	out := make([]broker.EpochEntry, len(hist))
-	for i, e := range hist {
-		out[i] = broker.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
-	}
-	return out
 }
 
 // logEnd opens the store just long enough to learn where its commit log ends (recovering
