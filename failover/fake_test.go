@@ -64,13 +64,6 @@ func (f *fakeController) heartbeatsOf(id int64) int {
 	return f.heartbeats[id]
 }
 
-// group returns the group's state.
-func (f *fakeController) group() controller.GroupView {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.copyLocked()
-}
-
 // registrations returns every registration so far.
 func (f *fakeController) registrations() []controller.BrokerReport {
 	f.mu.Lock()

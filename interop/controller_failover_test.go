@@ -280,7 +280,7 @@ func TestControllerModeMasterKill(t *testing.T) {
 	old := c.master(v)
 	require.NotNil(t, old)
 	_, lastBefore := load.count()
-	old.proc.cmd.Process.Kill() //nolint:errcheck // checked by the wait below
+	require.NoError(t, old.proc.cmd.Process.Kill())
 	<-old.proc.exited
 	killed := time.Now() // a send in flight may have been acknowledged until the process died
 	before, _ := load.count()
