@@ -73,16 +73,17 @@ type Agent struct {
 	addr   string           // the broker port, listened on again after a role change
 	haAddr string           // the HA address reported while not serving as master
 
-	kick     chan struct{}             // heartbeat now (capacity 1): OnFenced, a refused set change
-	views    chan controller.GroupView // the newest answer, heartbeat → loop (capacity 1)
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	failed   chan struct{} // closed by fail
-	failOnce sync.Once
-	started  atomic.Bool
-	shutOnce sync.Once
-	shutErr  error
+	kick      chan struct{}             // heartbeat now (capacity 1): OnFenced, a refused set change
+	fencedLog atomic.Int64              // when fenced last logged (Unix ns)
+	views     chan controller.GroupView // the newest answer, heartbeat → loop (capacity 1)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	failed    chan struct{} // closed by fail
+	failOnce  sync.Once
+	started   atomic.Bool
+	shutOnce  sync.Once
+	shutErr   error
 
 	// Owned by the heartbeat goroutine.
 	hbFailures int // consecutive failed heartbeats (logs)
@@ -292,7 +293,7 @@ func (a *Agent) fail(err error) {
 	})
 }
 
-// kickNow makes the loop heartbeat at once.
+// kickNow makes the heartbeat goroutine report at once.
 func (a *Agent) kickNow() {
 	select {
 	case a.kick <- struct{}{}:
@@ -301,8 +302,13 @@ func (a *Agent) kickNow() {
 }
 
 // fenced is the brokers' OnFenced: the broker learned it is stale; ask the controllers.
+// A broker may say so on every attempt of something (a refused replication hello): the
+// warning is logged at most once a second.
 func (a *Agent) fenced(reason error) {
-	a.log.Warn().Err(reason).Msg("broker reports it is fenced; asking the controllers")
+	now := time.Now().UnixNano()
+	if last := a.fencedLog.Load(); now-last >= int64(time.Second) && a.fencedLog.CompareAndSwap(last, now) {
+		a.log.Warn().Err(reason).Msg("broker reports it is fenced; asking the controllers")
+	}
 	a.kickNow()
 }
 
