@@ -330,10 +330,11 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// refuse answers code with a plain page saying why.
+// refuse answers code with a plain page saying why (with the navigation when the request
+// has a session).
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, code int, why string) {
-	w.WriteHeader(code)
-	c.render(w, r, "refused", nil, view{Title: http.StatusText(code), Error: why})
+	s, _, _ := c.sessionOf(r)
+	c.renderCode(w, code, "refused", s, view{Title: http.StatusText(code), Error: why})
 }
 
 // view is what every page template gets.
@@ -351,8 +352,14 @@ type view struct {
 // CanWrite says whether the page shows write forms.
 func (v view) CanWrite() bool { return v.Role == RoleReadWrite }
 
-// render executes page with v, filled with the session's user and token.
+// render answers 200 with page (renderCode).
 func (c *Console) render(w http.ResponseWriter, _ *http.Request, page string, s *session, v view) {
+	c.renderCode(w, http.StatusOK, page, s, v)
+}
+
+// renderCode answers code with page executed with v, filled with the session's user,
+// token and message.
+func (c *Console) renderCode(w http.ResponseWriter, code int, page string, s *session, v view) {
 	t, ok := c.pages[page]
 	if !ok {
 		http.Error(w, "console: no page "+page, http.StatusInternalServerError)
@@ -366,6 +373,7 @@ func (c *Console) render(w http.ResponseWriter, _ *http.Request, page string, s 
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	if err := t.ExecuteTemplate(w, "layout.html", v); err != nil {
 		c.log.Error().Err(err).Str("page", page).Msg("console: render")
 	}
@@ -416,8 +424,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	tok := randomToken()
 	http.SetCookie(w, c.cookie(r, loginCookie, tok, 3600))
-	w.WriteHeader(code)
-	c.render(w, r, "login", nil, view{Title: "Log in", Error: msg,
+	c.renderCode(w, code, "login", nil, view{Title: "Log in", Error: msg,
 		Data: map[string]string{"Token": tok, "Next": r.FormValue("next")}})
 }
 

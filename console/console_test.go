@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -217,6 +218,27 @@ func TestLogin(t *testing.T) {
 	require.True(t, strings.HasPrefix(path, consolePath+"/login"), path)
 }
 
+func TestSecurityHeaders(t *testing.T) {
+	e := startEnv(t, nil)
+	resp, err := http.Get(e.url + consolePath + "/login")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h := resp.Header
+	require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Contains(t, h.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+	require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
+	require.Equal(t, "no-store", h.Get("Cache-Control"))
+
+	resp, err = http.Get(e.url + consolePath + "/static/style.css")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the style sheet needs no login")
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/css")
+}
+
 func TestSessionCookie(t *testing.T) {
 	e := startEnv(t, nil)
 	b := e.browser(t)
@@ -377,7 +399,21 @@ func TestSearchMessages(t *testing.T) {
 	_, _, body = b.get(consolePath + "/message?topic=SearchMe&id=" + sent.OffsetMsgID)
 	require.Contains(t, body, "order-42")
 	require.Contains(t, body, "UNIQ_KEY")
-	require.Contains(t, body, `id="trace"`)
+	require.Contains(t, body, "no trace records")
+
+	// A client's trace record (RocketMQ's layout: fields split by \x01, records by \x02),
+	// keyed by the message id in the trace topic, shows on the message page.
+	tr := message.NewMessage(protocol.TraceTopic, []byte("Pub\x01"+strconv.FormatInt(time.Now().UnixMilli(), 10)+
+		"\x01DefaultRegion\x01console-test\x01SearchMe\x01"+sent.MsgID+"\x01paid\x01order-42\x01"+e.cluster.BrokerAddr+
+		"\x0120\x013\x010\x01"+sent.OffsetMsgID+"\x01true\x02"))
+	tr.SetKeys(sent.MsgID + " order-42")
+	_, err = p.Send(ctx, tr)
+	require.NoError(t, err)
+	testkit.Eventually(t, wait, func() bool {
+		_, _, body = b.get(consolePath + "/message?topic=SearchMe&id=" + sent.OffsetMsgID)
+		return strings.Contains(table(body, "trace"), "<td>Pub</td>")
+	}, "the trace record is found")
+	require.Contains(t, table(body, "trace"), "<td>console-test</td>", "the producer group")
 
 	_, _, body = b.get(consolePath + "/messages?by=key&topic=SearchMe&key=no-such-key")
 	require.Contains(t, body, `class="error"`)
