@@ -120,6 +120,9 @@ func (u User) verify(password string, ok bool) bool {
 	case len(u.Hash) > 0:
 		return bcrypt.CompareHashAndPassword(u.Hash, []byte(password)) == nil
 	default:
+		// The same bcrypt work as the other cases, so that the time of an answer does not
+		// tell an ACL account from a console.users account or from no account.
+		_ = bcrypt.CompareHashAndPassword([]byte(dummyHash), []byte(password))
 		return subtle.ConstantTimeCompare([]byte(u.Secret), []byte(password)) == 1
 	}
 }
