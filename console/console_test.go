@@ -270,6 +270,45 @@ func TestSessionCookie(t *testing.T) {
 	require.GreaterOrEqual(t, len(ses.Value), 43, "32 random bytes")
 }
 
+func TestSecureCookieOverTLS(t *testing.T) {
+	e := startEnv(t, nil)
+	mux := http.NewServeMux()
+	mux.Handle(consolePath+"/", e.console)
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	c := srv.Client()
+	resp, err := c.Get(srv.URL + consolePath + "/login")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	var token *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == loginCookie {
+			token = ck
+		}
+	}
+	require.NotNil(t, token)
+	require.True(t, token.Secure)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+consolePath+"/login", strings.NewReader(url.Values{
+		"user": {adminName}, "password": {adminPass}, "token": {loginTokenRe.FindStringSubmatch(string(body))[1]}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(token)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	secure := false
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie {
+			secure = ck.Secure
+		}
+	}
+	require.True(t, secure, "the session cookie is Secure over TLS")
+}
+
 func TestSessionExpires(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
@@ -392,8 +431,10 @@ func TestSearchMessages(t *testing.T) {
 
 	_, _, body = b.get(consolePath + "/messages?by=id&topic=SearchMe&id=" + sent.MsgID)
 	require.Contains(t, body, sent.OffsetMsgID)
-	_, _, body = b.get(consolePath + "/messages?by=time&topic=SearchMe")
-	require.Contains(t, body, "Found 2")
+	testkit.Eventually(t, wait, func() bool {
+		_, _, body = b.get(consolePath + "/messages?by=time&topic=SearchMe")
+		return strings.Contains(body, "Found 2")
+	}, "the time search finds both messages once both are queued")
 	require.Contains(t, body, "hex: 00 01 02 ff", "a binary body is shown in hex")
 
 	_, _, body = b.get(consolePath + "/message?topic=SearchMe&id=" + sent.OffsetMsgID)
