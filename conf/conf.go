@@ -74,6 +74,8 @@ type Config struct {
 	Broker BrokerConfig `mapstructure:"broker"`
 	// Log is the "log" section.
 	Log LogConfig `mapstructure:"log"`
+	// Console is the "console" section (the web console of ferry broker and standalone).
+	Console ConsoleConfig `mapstructure:"console"`
 }
 
 // DefaultConfig returns the documented defaults of every section. They
@@ -85,6 +87,7 @@ func DefaultConfig() Config {
 		NameServer: DefaultNameServerConfig(),
 		Broker:     DefaultBrokerConfig(),
 		Log:        DefaultLogConfig(),
+		Console:    DefaultConsoleConfig(),
 	}
 }
 
@@ -99,6 +102,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Log.Validate(); err != nil {
 		return err
+	}
+	if err := c.Console.Validate(); err != nil {
+		return err
+	}
+	if c.Console.ACLAccounts && c.Broker.ACLFile == "" {
+		return invalid("console.aclAccounts", "needs broker.aclFile, the accounts file to read")
 	}
 	// A broker that re-registers less often than the name server expires it
 	// would flap in and out of the route table.

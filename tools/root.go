@@ -169,6 +169,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e), newDumpCommand(e))
 	root.AddCommand(adminCommands(e)...)
+	root.AddCommand(newConsoleCommand(e))
 	return root
 }
 

@@ -22,7 +22,7 @@ func configSections(mode string) (prefixes []string, ok bool) {
 	case "namesrv":
 		return []string{"namesrv.", "log."}, true
 	case "broker":
-		return []string{"broker.", "log."}, true
+		return []string{"broker.", "log.", "console."}, true
 	case "", "standalone":
 		return []string{""}, true
 	}

@@ -57,7 +57,7 @@ func TestRunConfigShowsValueSourceDefaultAndMeaning(t *testing.T) {
 		require.Equal(t, want, fields[1:1+len(want)], row)
 	}
 	require.Contains(t, rows["broker.flushInterval"], "ASYNC_FLUSH: period of the flusher")
-	require.Len(t, rows, len(keysWithPrefix("broker.", "log.")), "broker mode shows the broker and log sections")
+	require.Len(t, rows, len(keysWithPrefix("broker.", "log.", "console.")), "broker mode shows the broker, log and console sections")
 	require.NotContains(t, rows, "namesrv.listen")
 
 	// Columns line up: every cell starts where its header does, except on the row of a
@@ -94,7 +94,7 @@ func keysWithPrefix(prefixes ...string) []string {
 func TestRunConfigModes(t *testing.T) {
 	for mode, prefixes := range map[string][]string{
 		"namesrv":    {"namesrv.", "log."},
-		"broker":     {"broker.", "log."},
+		"broker":     {"broker.", "log.", "console."},
 		"standalone": {""},
 	} {
 		_, rows := configRows(t, "config", mode)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -232,9 +233,13 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 	if ports.broker != nil {
 		probes.Set(partBroker, observe.Pending("store not recovered"))
 	}
-	obs, reg, err := startObserve(mode, cfg, probes, log, ports.http)
+	con, stopConsole, err := newConsole(mode, cfg, ports, log)
 	if err != nil {
 		return errors.Join(err, ports.close())
+	}
+	obs, reg, err := startObserve(mode, cfg, probes, log, ports.http, con)
+	if err != nil {
+		return errors.Join(err, stopConsole(), ports.close())
 	}
 	var started []stopper
 	waitCtx, stopWait := context.WithCancel(ctx)
@@ -248,8 +253,8 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		for i := len(started) - 1; i >= 0; i-- { // broker before name server
 			errs = append(errs, started[i].Shutdown(sctx))
 		}
-		// The HTTP listener last: probes see the servers stop.
-		return errors.Join(append(errs, obs.Shutdown(sctx))...)
+		// The HTTP listener last: probes see the servers stop; then the console's client.
+		return errors.Join(append(errs, obs.Shutdown(sctx), stopConsole())...)
 	}
 	if ports.namesrv != nil {
 		ns, err := startNameServer(cfg, log, ports.namesrv)
@@ -298,11 +303,12 @@ const (
 	partBroker  = "broker"
 )
 
-// startObserve serves /healthz, /readyz and /metrics on ln (the HTTP listener of mode)
-// and returns the metrics registry, which holds the runtime collectors until the broker's
-// is added; a nil ln (off) gives a nil server, whose Shutdown does nothing, and no
-// registry.
-func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener) (*observe.Server, *prometheus.Registry, error) {
+// startObserve serves /healthz, /readyz and /metrics on ln (the HTTP listener of mode),
+// and the web console under /console/ when con is not nil, and returns the metrics
+// registry, which holds the runtime collectors until the broker's is added; a nil ln
+// (off) gives a nil server, whose Shutdown does nothing, and no registry.
+func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener,
+	con http.Handler) (*observe.Server, *prometheus.Registry, error) {
 	if ln == nil {
 		return nil, nil, nil
 	}
@@ -316,8 +322,13 @@ func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zer
 	}
 	reg := observe.NewRegistry()
 	s.Handle("GET /metrics", s.MetricsHandler(reg))
+	paths := "/healthz, /readyz, /metrics"
+	if con != nil {
+		s.Handle(consolePath+"/", con)
+		paths += ", " + consolePath + "/"
+	}
 	s.Start(ln)
-	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: /healthz, /readyz, /metrics")
+	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: " + paths)
 	return s, reg, nil
 }
 
