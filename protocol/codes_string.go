@@ -78,81 +78,91 @@ func _() {
 	_ = x[GetTopicConfig-351]
 	_ = x[LitePullMessage-361]
 	_ = x[BrokerHeartbeat-904]
+	_ = x[ControllerAlterSyncStateSet-1001]
+	_ = x[ControllerElectMaster-1002]
+	_ = x[ControllerRegisterBroker-1003]
+	_ = x[ControllerGetReplicaInfo-1004]
+	_ = x[ControllerGetMetadataInfo-1005]
 }
 
-const _RequestCode_name = "SEND_MESSAGEPULL_MESSAGEQUERY_MESSAGEQUERY_BROKER_OFFSETQUERY_CONSUMER_OFFSETUPDATE_CONSUMER_OFFSETUPDATE_AND_CREATE_TOPICUPDATE_AND_CREATE_TOPIC_LISTGET_ALL_TOPIC_CONFIGUPDATE_BROKER_CONFIGGET_BROKER_CONFIGGET_BROKER_RUNTIME_INFOSEARCH_OFFSET_BY_TIMESTAMPGET_MAX_OFFSETGET_MIN_OFFSETGET_EARLIEST_MSG_STORETIMEVIEW_MESSAGE_BY_IDHEART_BEATUNREGISTER_CLIENTCONSUMER_SEND_MSG_BACKEND_TRANSACTIONGET_CONSUMER_LIST_BY_GROUPCHECK_TRANSACTION_STATENOTIFY_CONSUMER_IDS_CHANGEDLOCK_BATCH_MQUNLOCK_BATCH_MQGET_ALL_CONSUMER_OFFSETGET_ALL_DELAY_OFFSETCHECK_CLIENT_CONFIGPUT_KV_CONFIGGET_KV_CONFIGDELETE_KV_CONFIGREGISTER_BROKERUNREGISTER_BROKERGET_ROUTEINFO_BY_TOPICGET_BROKER_CLUSTER_INFOUPDATE_AND_CREATE_SUBSCRIPTIONGROUPGET_ALL_SUBSCRIPTIONGROUP_CONFIGGET_TOPIC_STATS_INFOGET_CONSUMER_CONNECTION_LISTGET_PRODUCER_CONNECTION_LISTWIPE_WRITE_PERM_OF_BROKERGET_ALL_TOPIC_LIST_FROM_NAMESERVERDELETE_SUBSCRIPTIONGROUPGET_CONSUME_STATSDELETE_TOPIC_IN_BROKERDELETE_TOPIC_IN_NAMESRVGET_KVLIST_BY_NAMESPACERESET_CONSUMER_CLIENT_OFFSETGET_CONSUMER_STATUS_FROM_CLIENTINVOKE_BROKER_TO_RESET_OFFSETINVOKE_BROKER_TO_GET_CONSUMER_STATUSGET_TOPICS_BY_CLUSTERQUERY_TOPIC_CONSUME_BY_WHOGET_SYSTEM_TOPIC_LIST_FROM_NSGET_CONSUMER_RUNNING_INFOCONSUME_MESSAGE_DIRECTLYSEND_MESSAGE_V2UPDATE_NAMESRV_CONFIGGET_NAMESRV_CONFIGSEND_BATCH_MESSAGEQUERY_CONSUME_QUEUEQUERY_DATA_VERSIONSEND_REPLY_MESSAGESEND_REPLY_MESSAGE_V2PUSH_REPLY_MESSAGE_TO_CLIENTADD_WRITE_PERM_OF_BROKERGET_TOPIC_CONFIGLITE_PULL_MESSAGEBROKER_HEARTBEAT"
+const _RequestCode_name = "SEND_MESSAGEPULL_MESSAGEQUERY_MESSAGEQUERY_BROKER_OFFSETQUERY_CONSUMER_OFFSETUPDATE_CONSUMER_OFFSETUPDATE_AND_CREATE_TOPICUPDATE_AND_CREATE_TOPIC_LISTGET_ALL_TOPIC_CONFIGUPDATE_BROKER_CONFIGGET_BROKER_CONFIGGET_BROKER_RUNTIME_INFOSEARCH_OFFSET_BY_TIMESTAMPGET_MAX_OFFSETGET_MIN_OFFSETGET_EARLIEST_MSG_STORETIMEVIEW_MESSAGE_BY_IDHEART_BEATUNREGISTER_CLIENTCONSUMER_SEND_MSG_BACKEND_TRANSACTIONGET_CONSUMER_LIST_BY_GROUPCHECK_TRANSACTION_STATENOTIFY_CONSUMER_IDS_CHANGEDLOCK_BATCH_MQUNLOCK_BATCH_MQGET_ALL_CONSUMER_OFFSETGET_ALL_DELAY_OFFSETCHECK_CLIENT_CONFIGPUT_KV_CONFIGGET_KV_CONFIGDELETE_KV_CONFIGREGISTER_BROKERUNREGISTER_BROKERGET_ROUTEINFO_BY_TOPICGET_BROKER_CLUSTER_INFOUPDATE_AND_CREATE_SUBSCRIPTIONGROUPGET_ALL_SUBSCRIPTIONGROUP_CONFIGGET_TOPIC_STATS_INFOGET_CONSUMER_CONNECTION_LISTGET_PRODUCER_CONNECTION_LISTWIPE_WRITE_PERM_OF_BROKERGET_ALL_TOPIC_LIST_FROM_NAMESERVERDELETE_SUBSCRIPTIONGROUPGET_CONSUME_STATSDELETE_TOPIC_IN_BROKERDELETE_TOPIC_IN_NAMESRVGET_KVLIST_BY_NAMESPACERESET_CONSUMER_CLIENT_OFFSETGET_CONSUMER_STATUS_FROM_CLIENTINVOKE_BROKER_TO_RESET_OFFSETINVOKE_BROKER_TO_GET_CONSUMER_STATUSGET_TOPICS_BY_CLUSTERQUERY_TOPIC_CONSUME_BY_WHOGET_SYSTEM_TOPIC_LIST_FROM_NSGET_CONSUMER_RUNNING_INFOCONSUME_MESSAGE_DIRECTLYSEND_MESSAGE_V2UPDATE_NAMESRV_CONFIGGET_NAMESRV_CONFIGSEND_BATCH_MESSAGEQUERY_CONSUME_QUEUEQUERY_DATA_VERSIONSEND_REPLY_MESSAGESEND_REPLY_MESSAGE_V2PUSH_REPLY_MESSAGE_TO_CLIENTADD_WRITE_PERM_OF_BROKERGET_TOPIC_CONFIGLITE_PULL_MESSAGEBROKER_HEARTBEATCONTROLLER_ALTER_SYNC_STATE_SETCONTROLLER_ELECT_MASTERCONTROLLER_REGISTER_BROKERCONTROLLER_GET_REPLICA_INFOCONTROLLER_GET_METADATA_INFO"
 
 var _RequestCode_map = map[RequestCode]string{
-	10:  _RequestCode_name[0:12],
-	11:  _RequestCode_name[12:24],
-	12:  _RequestCode_name[24:37],
-	13:  _RequestCode_name[37:56],
-	14:  _RequestCode_name[56:77],
-	15:  _RequestCode_name[77:99],
-	17:  _RequestCode_name[99:122],
-	18:  _RequestCode_name[122:150],
-	21:  _RequestCode_name[150:170],
-	25:  _RequestCode_name[170:190],
-	26:  _RequestCode_name[190:207],
-	28:  _RequestCode_name[207:230],
-	29:  _RequestCode_name[230:256],
-	30:  _RequestCode_name[256:270],
-	31:  _RequestCode_name[270:284],
-	32:  _RequestCode_name[284:310],
-	33:  _RequestCode_name[310:328],
-	34:  _RequestCode_name[328:338],
-	35:  _RequestCode_name[338:355],
-	36:  _RequestCode_name[355:377],
-	37:  _RequestCode_name[377:392],
-	38:  _RequestCode_name[392:418],
-	39:  _RequestCode_name[418:441],
-	40:  _RequestCode_name[441:468],
-	41:  _RequestCode_name[468:481],
-	42:  _RequestCode_name[481:496],
-	43:  _RequestCode_name[496:519],
-	45:  _RequestCode_name[519:539],
-	46:  _RequestCode_name[539:558],
-	100: _RequestCode_name[558:571],
-	101: _RequestCode_name[571:584],
-	102: _RequestCode_name[584:600],
-	103: _RequestCode_name[600:615],
-	104: _RequestCode_name[615:632],
-	105: _RequestCode_name[632:654],
-	106: _RequestCode_name[654:677],
-	200: _RequestCode_name[677:712],
-	201: _RequestCode_name[712:744],
-	202: _RequestCode_name[744:764],
-	203: _RequestCode_name[764:792],
-	204: _RequestCode_name[792:820],
-	205: _RequestCode_name[820:845],
-	206: _RequestCode_name[845:879],
-	207: _RequestCode_name[879:903],
-	208: _RequestCode_name[903:920],
-	215: _RequestCode_name[920:942],
-	216: _RequestCode_name[942:965],
-	219: _RequestCode_name[965:988],
-	220: _RequestCode_name[988:1016],
-	221: _RequestCode_name[1016:1047],
-	222: _RequestCode_name[1047:1076],
-	223: _RequestCode_name[1076:1112],
-	224: _RequestCode_name[1112:1133],
-	300: _RequestCode_name[1133:1159],
-	304: _RequestCode_name[1159:1188],
-	307: _RequestCode_name[1188:1213],
-	309: _RequestCode_name[1213:1237],
-	310: _RequestCode_name[1237:1252],
-	318: _RequestCode_name[1252:1273],
-	319: _RequestCode_name[1273:1291],
-	320: _RequestCode_name[1291:1309],
-	321: _RequestCode_name[1309:1328],
-	322: _RequestCode_name[1328:1346],
-	324: _RequestCode_name[1346:1364],
-	325: _RequestCode_name[1364:1385],
-	326: _RequestCode_name[1385:1413],
-	327: _RequestCode_name[1413:1437],
-	351: _RequestCode_name[1437:1453],
-	361: _RequestCode_name[1453:1470],
-	904: _RequestCode_name[1470:1486],
+	10:   _RequestCode_name[0:12],
+	11:   _RequestCode_name[12:24],
+	12:   _RequestCode_name[24:37],
+	13:   _RequestCode_name[37:56],
+	14:   _RequestCode_name[56:77],
+	15:   _RequestCode_name[77:99],
+	17:   _RequestCode_name[99:122],
+	18:   _RequestCode_name[122:150],
+	21:   _RequestCode_name[150:170],
+	25:   _RequestCode_name[170:190],
+	26:   _RequestCode_name[190:207],
+	28:   _RequestCode_name[207:230],
+	29:   _RequestCode_name[230:256],
+	30:   _RequestCode_name[256:270],
+	31:   _RequestCode_name[270:284],
+	32:   _RequestCode_name[284:310],
+	33:   _RequestCode_name[310:328],
+	34:   _RequestCode_name[328:338],
+	35:   _RequestCode_name[338:355],
+	36:   _RequestCode_name[355:377],
+	37:   _RequestCode_name[377:392],
+	38:   _RequestCode_name[392:418],
+	39:   _RequestCode_name[418:441],
+	40:   _RequestCode_name[441:468],
+	41:   _RequestCode_name[468:481],
+	42:   _RequestCode_name[481:496],
+	43:   _RequestCode_name[496:519],
+	45:   _RequestCode_name[519:539],
+	46:   _RequestCode_name[539:558],
+	100:  _RequestCode_name[558:571],
+	101:  _RequestCode_name[571:584],
+	102:  _RequestCode_name[584:600],
+	103:  _RequestCode_name[600:615],
+	104:  _RequestCode_name[615:632],
+	105:  _RequestCode_name[632:654],
+	106:  _RequestCode_name[654:677],
+	200:  _RequestCode_name[677:712],
+	201:  _RequestCode_name[712:744],
+	202:  _RequestCode_name[744:764],
+	203:  _RequestCode_name[764:792],
+	204:  _RequestCode_name[792:820],
+	205:  _RequestCode_name[820:845],
+	206:  _RequestCode_name[845:879],
+	207:  _RequestCode_name[879:903],
+	208:  _RequestCode_name[903:920],
+	215:  _RequestCode_name[920:942],
+	216:  _RequestCode_name[942:965],
+	219:  _RequestCode_name[965:988],
+	220:  _RequestCode_name[988:1016],
+	221:  _RequestCode_name[1016:1047],
+	222:  _RequestCode_name[1047:1076],
+	223:  _RequestCode_name[1076:1112],
+	224:  _RequestCode_name[1112:1133],
+	300:  _RequestCode_name[1133:1159],
+	304:  _RequestCode_name[1159:1188],
+	307:  _RequestCode_name[1188:1213],
+	309:  _RequestCode_name[1213:1237],
+	310:  _RequestCode_name[1237:1252],
+	318:  _RequestCode_name[1252:1273],
+	319:  _RequestCode_name[1273:1291],
+	320:  _RequestCode_name[1291:1309],
+	321:  _RequestCode_name[1309:1328],
+	322:  _RequestCode_name[1328:1346],
+	324:  _RequestCode_name[1346:1364],
+	325:  _RequestCode_name[1364:1385],
+	326:  _RequestCode_name[1385:1413],
+	327:  _RequestCode_name[1413:1437],
+	351:  _RequestCode_name[1437:1453],
+	361:  _RequestCode_name[1453:1470],
+	904:  _RequestCode_name[1470:1486],
+	1001: _RequestCode_name[1486:1517],
+	1002: _RequestCode_name[1517:1540],
+	1003: _RequestCode_name[1540:1566],
+	1004: _RequestCode_name[1566:1593],
+	1005: _RequestCode_name[1593:1621],
 }
 
 func (i RequestCode) String() string {
@@ -197,6 +207,21 @@ func _() {
 	_ = x[NoMessage-208]
 	_ = x[FlowControl-215]
 	_ = x[IllegalOperation-604]
+	_ = x[ControllerFencedMasterEpoch-2000]
+	_ = x[ControllerFencedSyncStateSetEpoch-2001]
+	_ = x[ControllerInvalidMaster-2002]
+	_ = x[ControllerInvalidReplicas-2003]
+	_ = x[ControllerMasterNotAvailable-2004]
+	_ = x[ControllerInvalidRequest-2005]
+	_ = x[ControllerBrokerNotAlive-2006]
+	_ = x[ControllerNotLeader-2007]
+	_ = x[ControllerBrokerMetadataNotExist-2008]
+	_ = x[ControllerInvalidCleanBrokerMetadata-2009]
+	_ = x[ControllerBrokerNeedToBeRegistered-2010]
+	_ = x[ControllerMasterStillExist-2011]
+	_ = x[ControllerElectMasterFailed-2012]
+	_ = x[ControllerAlterSyncStateSetFailed-2013]
+	_ = x[ControllerBrokerIDInvalid-2014]
 }
 
 const (
@@ -207,12 +232,14 @@ const (
 	_ResponseCode_name_4 = "NO_MESSAGE"
 	_ResponseCode_name_5 = "FLOW_CONTROL"
 	_ResponseCode_name_6 = "ILLEGAL_OPERATION"
+	_ResponseCode_name_7 = "CONTROLLER_FENCED_MASTER_EPOCHCONTROLLER_FENCED_SYNC_STATE_SET_EPOCHCONTROLLER_INVALID_MASTERCONTROLLER_INVALID_REPLICASCONTROLLER_MASTER_NOT_AVAILABLECONTROLLER_INVALID_REQUESTCONTROLLER_BROKER_NOT_ALIVECONTROLLER_NOT_LEADERCONTROLLER_BROKER_METADATA_NOT_EXISTCONTROLLER_INVALID_CLEAN_BROKER_METADATACONTROLLER_BROKER_NEED_TO_BE_REGISTEREDCONTROLLER_MASTER_STILL_EXISTCONTROLLER_ELECT_MASTER_FAILEDCONTROLLER_ALTER_SYNC_STATE_SET_FAILEDCONTROLLER_BROKER_ID_INVALID"
 )
 
 var (
 	_ResponseCode_index_0 = [...]uint8{0, 7, 19, 30, 56}
 	_ResponseCode_index_1 = [...]uint16{0, 18, 37, 56, 71, 92, 113, 126, 141, 160, 174, 196, 213, 228, 253, 275, 298, 326, 347, 369, 386}
 	_ResponseCode_index_2 = [...]uint8{0, 25, 52, 76, 105}
+	_ResponseCode_index_7 = [...]uint16{0, 30, 68, 93, 120, 151, 177, 204, 225, 261, 301, 340, 369, 399, 437, 465}
 )
 
 func (i ResponseCode) String() string {
@@ -233,6 +260,9 @@ func (i ResponseCode) String() string {
 		return _ResponseCode_name_5
 	case i == 604:
 		return _ResponseCode_name_6
+	case 2000 <= i && i <= 2014:
+		i -= 2000
+		return _ResponseCode_name_7[_ResponseCode_index_7[i]:_ResponseCode_index_7[i+1]]
 	default:
 		return "ResponseCode(" + strconv.FormatInt(int64(i), 10) + ")"
 	}
