@@ -226,6 +226,7 @@ func (c *Client) call(ctx context.Context, write bool, build func() *remoting.Co
 	n := len(c.opts.Addrs)
 	next := c.leaderIndex()
 	var lastErr, notLeader error // the last failure, and the last NOT_LEADER answer
+	lastWasNotLeader := false
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && attempt%n == 0 {
@@ -239,24 +240,24 @@ func (c *Client) call(ctx context.Context, write bool, build func() *remoting.Co
 		}
 		if err := ctx.Err(); err != nil {
 			switch {
-			case notLeader != nil && notLeader != lastErr:
-				return nil, "", fmt.Errorf("%w (%v): %w; then: %v", ErrNoController, err, notLeader, lastErr)
+			case notLeader != nil && !lastWasNotLeader:
+				return nil, "", fmt.Errorf("%w (%w): %w; then: %w", ErrNoController, err, notLeader, lastErr)
 			case lastErr != nil:
-				return nil, "", fmt.Errorf("%w (%v): %w", ErrNoController, err, lastErr)
+				return nil, "", fmt.Errorf("%w (%w): %w", ErrNoController, err, lastErr)
 			}
 			return nil, "", fmt.Errorf("%w: %w", ErrNoController, err)
 		}
 		addr := c.opts.Addrs[next]
 		resp, err := c.invoke(ctx, addr, build())
 		if err != nil {
-			lastErr = err
+			lastErr, lastWasNotLeader = err, false
 			next = (next + 1) % n
 			continue
 		}
 		c.learn(addr, resp)
 		if resp.Code == int16(protocol.ControllerNotLeader) {
 			lastErr = remoteError(resp.Code, resp.Ext(fieldError), resp.Remark, addr)
-			notLeader = lastErr
+			notLeader, lastWasNotLeader = lastErr, true
 			if i, ok := c.indexOfNode(resp.Ext(fieldLeaderID)); ok && i != next {
 				next = i
 			} else {
