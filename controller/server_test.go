@@ -569,3 +569,33 @@ func TestWireErrorsRoundTrip(t *testing.T) {
 	require.ErrorIs(t, remoteError(16, "", "no", "a"), acl.ErrNoPermission)
 	require.NoError(t, errors.Unwrap(remoteError(1, "", "boom", "a")))
 }
+
+// A controller node replaced by a machine with an empty data directory (same node id,
+// same addresses) rejoins: it bootstraps the same configuration, and the leader brings
+// it up to date from a snapshot; the cluster keeps serving meanwhile.
+func TestServerReplaceNode(t *testing.T) {
+	c := newCtlCluster(t, 3, func(o *ServerOptions) { o.Raft.SnapshotThreshold, o.Raft.TrailingLogs = 4, 2 })
+	cl := c.client()
+	b1 := startBroker(t, cl, "g", "10.0.0.1:10911", 0, 10)
+	for i := 2; i <= 8; i++ {
+		_, _, err := cl.Register(ctxT(t), BrokerReport{Group: "g", Addr: "10.0.0." + strconv.Itoa(i) + ":10911"})
+		require.NoError(t, err)
+	}
+	waitGroup(t, cl, "g", "b1 elected", func(v GroupView) bool { return v.Master == b1.id() })
+	replaced := (c.leader() + 1) % 3
+	c.stop(replaced)
+	require.NoError(t, os.RemoveAll(filepath.Join(c.dir, "n"+strconv.Itoa(replaced))))
+	_, _, err := cl.Register(ctxT(t), BrokerReport{Group: "g", Addr: "10.0.0.9:10911"})
+	require.NoError(t, err, "two of three serve writes")
+	require.NoError(t, c.servers[c.leader()].Node().Snapshot())
+
+	c.start(replaced, nil)
+	want, _ := c.servers[c.leader()].Node().Group("g")
+	testkit.Eventually(t, 15*time.Second, func() bool {
+		got, ok := c.servers[replaced].Node().Group("g")
+		return ok && fmt.Sprint(got) == fmt.Sprint(want)
+	}, "the new node has the state")
+	require.Len(t, want.Members, 9)
+	require.NotEqual(t, "0", c.servers[replaced].Node().raft.Stats()["last_snapshot_index"], "it installed a snapshot")
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(c.servers[replaced].Missing()) == 0 }, "the new node is ready")
+}
