@@ -108,7 +108,7 @@ func newControllerCommand(e *env) *cobra.Command {
 					fmt.Fprintln(w, "ADDRESS\tNODE\tSTATE\tLEADER\tTERM\tAPPLIED\tCOMMITTED\tGROUPS")
 					for _, r := range rows {
 						if r.Error != "" {
-							fmt.Fprintf(w, "%s\t-\tunreachable\t-\t-\t-\t-\t-\t(%s)\n", r.Addr, r.Error)
+							fmt.Fprintf(w, "%s\t-\terror\t-\t-\t-\t-\t-\t(%s)\n", r.Addr, r.Error)
 							continue
 						}
 						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Addr, r.NodeID, r.State, dash(r.Leader),

@@ -3,6 +3,8 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/remoting"
 	"github.com/ferrymq/ferry/testutil"
 )
 
@@ -158,10 +161,36 @@ func TestControllerAndHACommands(t *testing.T) {
 	cs.Stop((leader + 1) % 3)
 	out, errOut, code = runEnv(t, []string{"FERRY_CONTROLLER=127.0.0.1:1"}, "controller", "status", "--controller", cs.AddrList())
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "unreachable")
+	require.Contains(t, out, "connection refused")
 	_, errOut, code = runEnv(t, []string{"FERRY_CONTROLLER=" + testkit.FreeAddr(t)}, "controller", "status")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no controller answered")
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Controllers with TLS enforcing and ACL on: ferryctl needs --tls and an admin account.
+func TestControllerCommandsWithTLSAndACL(t *testing.T) {
+	cert, key := testutil.SelfSignedCert(t)
+	tc, err := remoting.LoadServerTLS(cert, key, "", false)
+	require.NoError(t, err)
+	accounts := filepath.Join(t.TempDir(), "plain_acl.yml")
+	require.NoError(t, os.WriteFile(accounts, []byte("accounts:\n  - accessKey: ferryadmin\n    secretKey: ferrysecret\n    admin: true\n"), 0o600))
+	cs := testutil.StartControllers(t, 1, func(o *controller.ServerOptions) {
+		o.TLS = &remoting.TLSConfig{Mode: remoting.TLSEnforcing, Config: tc}
+		o.ACLFile = accounts
+	})
+	cs.Leader()
+	admin := []string{"FERRY_ACCESS_KEY=ferryadmin", "FERRY_SECRET_KEY=ferrysecret", "FERRY_CONTROLLER=" + cs.AddrList()}
+	out, errOut, code := runEnv(t, admin, "controller", "status", "--tls", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"state": "Leader"`)
+	_, errOut, code = runEnv(t, admin[2:], "controller", "status", "--tls")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--access-key", "the hint for a refusal without credentials")
+	_, errOut, code = runEnv(t, admin[2:], "ha", "status", "-b", "g", "--tls")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no permission")
+	_, _, code = runEnv(t, admin, "controller", "status")
+	require.Equal(t, 1, code, "plain TCP to an enforcing port")
+}
