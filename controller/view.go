@@ -58,19 +58,12 @@ type MemberView struct {
 
 // Member returns the member with the given id.
 func (g GroupView) Member(id int64) (MemberView, bool) {
-	i, ok := slices.BinarySearchFunc(g.Members, id, func(m MemberView, id int64) int {
-		switch {
-		case m.ID < id:
-			return -1
-		case m.ID > id:
-			return 1
+	for _, m := range g.Members {
+		if m.ID == id {
+			return m, true
 		}
-		return 0
-	})
-	if !ok {
-		return MemberView{}, false
 	}
-	return g.Members[i], true
+	return MemberView{}, false
 }
 
 // Status is one controller node's view of the cluster.
