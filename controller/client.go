@@ -128,6 +128,8 @@ func (c *Client) report(ctx context.Context, code protocol.RequestCode, r Broker
 
 // AlterSyncStateSet asks, as the group's master masterID, to replace the SyncStateSet,
 // quoting the master epoch and the set's epoch it knows; the answer is the group after.
+// A request retried after a lost answer whose first attempt was applied is refused
+// ErrStaleSyncStateSet: the caller reads the group (Heartbeat, Group) and decides again.
 func (c *Client) AlterSyncStateSet(ctx context.Context, group string, masterID int64,
 	masterEpoch, setEpoch int32, set []int64) (GroupView, error) {
 	body, err := json.Marshal(alterBody{SyncStateSet: set})
@@ -146,7 +148,8 @@ func (c *Client) AlterSyncStateSet(ctx context.Context, group string, masterID i
 }
 
 // Elect asks for a planned switchover to brokerID (NoBroker: let the policy choose); the
-// answer is the group after the election.
+// answer is the group after the election. (A retry of an applied election is refused
+// ErrMasterAlive: the group already has that master.)
 func (c *Client) Elect(ctx context.Context, group string, brokerID int64) (GroupView, error) {
 	return c.groupCall(ctx, true, func() *remoting.Command {
 		req := remoting.NewRequest(int16(protocol.ControllerElectMaster), nil)
