@@ -398,6 +398,8 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 			}}},
 		protocol.GetConsumerRunningInfo: {{name: "running info of the shared group", want: denied, req: fixed(protocol.GetConsumerRunningInfo,
 			&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: sharedGroup, ClientID: adminClient}, nil)}},
+		protocol.GetBrokerEpochCache: {{name: "epoch cache", want: denied, adminSees: true, adminMark: "epochList",
+			req: fixed(protocol.GetBrokerEpochCache, nil, nil)}},
 		// Name server.
 		protocol.RegisterBroker: {{name: "register", ns: true, want: denied, req: fixed(protocol.RegisterBroker,
 			&protocol.RegisterBrokerRequestHeader{BrokerName: "broker-a", BrokerAddr: "127.0.0.1:1", ClusterName: "DefaultCluster", HAServerAddr: "127.0.0.1:2"}, nil)}},

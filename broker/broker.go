@@ -77,6 +77,7 @@ type Broker struct {
 	meta    *metadataHandler
 	calls   *clientCallHandler
 	reply   *replier
+	epochs  *epochCacheHandler
 	gate    *acl.Gate // in front of every handler with ACL on; nil otherwise
 
 	server *remoting.Server
@@ -259,6 +260,7 @@ func (b *Broker) buildHandlers() {
 		conns: b.conns, brokerName: o.BrokerName, timeout: clientCallTimeout, log: b.log}
 	b.reply = &replier{send: b.send, clients: b.clients, conns: b.conns, store: o.StoreReplyMessageEnable,
 		timeout: replyPushTimeout, log: b.log}
+	b.epochs = &epochCacheHandler{opts: o, log: b.store.CommitLog()}
 	if o.ACL != nil {
 		b.gate = acl.NewGate(o.ACL, b.log)
 	}
@@ -335,6 +337,9 @@ func (b *Broker) Start(ln net.Listener) error {
 	b.store.Start()
 	if err := b.repl.start(); err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	if s := b.repl.sync; s != nil { // a controller-mode master keeps its SyncStateSet
+		b.wg.Go(func() { s.run(b.ctx) })
 	}
 	if o.Role != RoleSlave { // a slave's log is written by replication only
 		b.sched.Start()

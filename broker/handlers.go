@@ -61,6 +61,7 @@ func (b *Broker) registerHandlers() error {
 		{protocol.InvokeBrokerToResetOffset, poolAdmin, b.calls.handleResetOffset, false, served},
 		{protocol.ConsumeMessageDirectly, poolAdmin, b.calls.handleConsumeDirectly, false, served},
 		{protocol.GetConsumerRunningInfo, poolAdmin, b.calls.handleRunningInfo, false, served},
+		{protocol.GetBrokerEpochCache, poolAdmin, b.epochs.handleEpochCache, false, served},
 	}
 	for _, r := range routes {
 		if b.opts.Role == RoleSlave && r.write != served {

@@ -176,6 +176,48 @@ type Options struct {
 	TransactionCheckInterval time.Duration
 	TransactionCheckMax      int
 
+	// ControllerMode: the role, the id and the master epoch come from the controller,
+	// through the failover agent that builds the broker (a role change restarts the
+	// Broker object with new options; see controller.go). Off: fixed roles, as configured.
+	ControllerMode bool
+	// AssignedID is, in controller mode, the broker id the controller assigned this broker
+	// (≥ 1). A master registers with the name servers as BrokerID 0 but is AssignedID in
+	// its SyncStateSet; a slave's BrokerID is its assigned id (AssignedID 0 means
+	// BrokerID, another value must equal it).
+	AssignedID int64
+	// MasterEpoch is, in controller mode, the master epoch this broker serves under (≥ 1):
+	// carried in its name-server registrations (ext field ferryMasterEpoch) and, on a
+	// slave, in its HA identity hello; a master admits only slaves of its epoch.
+	MasterEpoch int32
+	// SyncStateSet is, in controller mode, a master's line to the controller for its own
+	// group (required on a master, unused on a slave): the broker grows the set as slaves
+	// catch up and shrinks it when a member falls behind for HAMaxTimeSlaveNotCatchup.
+	SyncStateSet SyncStateSetKeeper
+	// AllAckInSyncStateSet (controller mode only): a send that waits for storage is
+	// answered SEND_OK once every member of the SyncStateSet has acknowledged it, else
+	// FLUSH_SLAVE_TIMEOUT after HASlaveTimeout (the message is kept). Off: the Role's
+	// rule (a SYNC_MASTER waits for any one slave).
+	AllAckInSyncStateSet bool
+	// MinInSyncReplicas (default 1; above 1 only in controller mode): a master whose
+	// SyncStateSet has fewer members (itself included) answers a send that waits for
+	// storage SLAVE_NOT_AVAILABLE at once (the message is kept).
+	MinInSyncReplicas int
+	// HAMaxTimeSlaveNotCatchup (controller mode, default 15 s): a member of the
+	// SyncStateSet that has not caught up with the master's log for this long (or has
+	// been disconnected that long) is dropped from the set through the controller. It
+	// also bounds how often a slave reports its offset when idle.
+	HAMaxTimeSlaveNotCatchup time.Duration
+	// Epochs is the broker's epoch history (the failover agent's epoch file), served by
+	// GET_BROKER_EPOCH_CACHE so a slave can find where its log agrees with its master's.
+	// nil: an empty history.
+	Epochs EpochSource
+	// OnFenced, when set, is called when the broker learns that it is stale: a slave
+	// showed a higher master epoch, or a name server refused or answered its registration
+	// with one. The reason wraps ErrFenced. It is called on the goroutine that learned it
+	// (the HA listener's or the registrar's), possibly more than once, and must return
+	// promptly: it must not wait for the broker's Shutdown (signal the agent's own loop).
+	OnFenced func(reason error)
+
 	// ConfigProperties, when set, lists the settings GET_BROKER_CONFIG reports, under
 	// RocketMQ's property names, from the options as New resolved them (the ACL file
 	// loaded). The launcher sets it from the configuration's key table (package conf), so
@@ -219,6 +261,8 @@ func DefaultOptions() Options {
 		StoreReplyMessageEnable:       true,
 		TransactionTimeout:            6 * time.Second,
 		TransactionCheckMax:           15,
+		MinInSyncReplicas:             1,
+		HAMaxTimeSlaveNotCatchup:      15 * time.Second,
 		Logger:                        zerolog.Nop(),
 		Clock:                         time.Now,
 	}
@@ -263,6 +307,11 @@ func (o *Options) Validate() error {
 		return bad("TransactionCheckMax %d must be positive", o.TransactionCheckMax)
 	case o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100:
 		return bad("AccessMessageInMemoryMaxRatio %d is not a percentage", o.AccessMessageInMemoryMaxRatio)
+	case o.MinInSyncReplicas < 1:
+		return bad("MinInSyncReplicas %d must be at least 1", o.MinInSyncReplicas)
+	}
+	if err := o.validateControllerMode(); err != nil {
+		return bad("%v", err)
 	}
 	if _, err := netip.ParseAddrPort(o.AdvertisedAddr); err != nil {
 		return bad("AdvertisedAddr %q must be ip:port: %v", o.AdvertisedAddr, err)
@@ -280,4 +329,49 @@ func defaultDelayLevels() []time.Duration {
 		panic("broker: the default delay levels do not parse: " + err.Error())
 	}
 	return levels
+}
+
+// validateControllerMode checks the controller-mode fields: set together in controller
+// mode, absent otherwise.
+func (o *Options) validateControllerMode() error {
+	if !o.ControllerMode {
+		switch {
+		case o.AssignedID != 0 || o.MasterEpoch != 0 || o.SyncStateSet != nil:
+			return errors.New("AssignedID, MasterEpoch and SyncStateSet are for controller mode (ControllerMode is off)")
+		case o.AllAckInSyncStateSet:
+			return errors.New("AllAckInSyncStateSet needs controller mode (ControllerMode is off)")
+		case o.MinInSyncReplicas > 1:
+			return fmt.Errorf("MinInSyncReplicas %d needs controller mode (ControllerMode is off)", o.MinInSyncReplicas)
+		}
+		return nil
+	}
+	switch {
+	case o.MasterEpoch < 1:
+		return fmt.Errorf("controller mode needs a MasterEpoch ≥ 1, got %d", o.MasterEpoch)
+	case o.HAMaxTimeSlaveNotCatchup <= 0:
+		return fmt.Errorf("HAMaxTimeSlaveNotCatchup %v must be positive", o.HAMaxTimeSlaveNotCatchup)
+	case o.HASlaveTimeout <= 0:
+		return fmt.Errorf("controller mode needs a positive HASlaveTimeout (%v)", o.HASlaveTimeout)
+	case o.Role == RoleSlave:
+		switch {
+		case o.AssignedID != 0 && o.AssignedID != o.BrokerID:
+			return fmt.Errorf("a SLAVE in controller mode registers under its AssignedID %d, but BrokerID is %d", o.AssignedID, o.BrokerID)
+		case o.HAMasterAddr == "":
+			return errors.New("a SLAVE in controller mode needs HAMasterAddr (its master's HA address, from the controller)")
+		}
+	case o.AssignedID < 1:
+		return fmt.Errorf("a %s in controller mode needs its AssignedID (≥ 1), got %d", o.Role, o.AssignedID)
+	case o.SyncStateSet == nil:
+		return fmt.Errorf("a %s in controller mode needs a SyncStateSet keeper", o.Role)
+	}
+	return nil
+}
+
+// selfID is the broker's id in its group's SyncStateSet (controller mode): AssignedID,
+// else BrokerID.
+func (o *Options) selfID() int64 {
+	if o.AssignedID != 0 {
+		return o.AssignedID
+	}
+	return o.BrokerID
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,7 @@ type registrar struct {
 	log      zerolog.Logger
 	creds    sign.Credentials // signs the requests (name servers with ACL on)
 	calls    registrarCalls
+	opts     *Options // controller mode: OnFenced
 	// accepted is whether the latest round had at least one name server accept the
 	// registration (Broker.Readiness).
 	accepted atomic.Bool
@@ -53,10 +55,10 @@ func newRegistrar(o *Options, topics TopicTable, nsrv *remoting.Client, kick <-c
 	log zerolog.Logger) *registrar {
 	return &registrar{
 		topics: topics, nsrv: nsrv, addrs: o.NamesrvAddrs, interval: o.RegisterInterval, log: log,
-		kick: kick, creds: o.Credentials, calls: calls,
+		kick: kick, creds: o.Credentials, calls: calls, opts: o,
 		header: protocol.RegisterBrokerRequestHeader{
 			BrokerName: o.BrokerName, BrokerAddr: o.AdvertisedAddr, ClusterName: o.ClusterName,
-			BrokerID: o.BrokerID,
+			BrokerID: o.BrokerID, MasterEpoch: o.MasterEpoch,
 		},
 	}
 }
@@ -136,6 +138,10 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 		case resp.Code != int16(protocol.Success):
 			ok = false
 			r.log.Warn().Int16("code", resp.Code).Str("remark", resp.Remark).Str("namesrv", ns).Msg("name server refused registration")
+			var rh protocol.RegisterBrokerResponseHeader
+			if rh.DecodeExt(resp.ExtFields) == nil {
+				r.checkEpoch(ns, rh.MasterEpoch, resp.Remark)
+			}
 		default:
 			var rh protocol.RegisterBrokerResponseHeader
 			if err := rh.DecodeExt(resp.ExtFields); err != nil {
@@ -143,6 +149,7 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 				r.log.Warn().Err(err).Str("namesrv", ns).Msg("decoding the registration answer")
 				continue
 			}
+			r.checkEpoch(ns, rh.MasterEpoch, "")
 			answered = true
 			if master == "" {
 				master = rh.MasterAddr
@@ -153,6 +160,21 @@ func (r *registrar) registerAll(ctx context.Context) bool {
 		}
 	}
 	return ok
+}
+
+// checkEpoch fences a controller-mode broker that a name server showed a master epoch
+// higher than its own (in an answer, or in a refusal with remark).
+func (r *registrar) checkEpoch(ns string, epoch int32, remark string) {
+	if !r.opts.ControllerMode || epoch <= r.opts.MasterEpoch {
+		return
+	}
+	err := fmt.Errorf("%w: name server %s knows master epoch %d of broker %s, this broker serves %d", ErrFenced, ns,
+		epoch, r.opts.BrokerName, r.opts.MasterEpoch)
+	if remark != "" {
+		err = fmt.Errorf("%w (%s)", err, remark)
+	}
+	r.log.Warn().Err(err).Msg("this broker is stale")
+	fence(r.opts, err)
 }
 
 // unregisterAll sends UNREGISTER_BROKER to every name server (shutdown).

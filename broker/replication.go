@@ -26,12 +26,19 @@ package broker
 // address changes. A slave starts neither the schedule nor the transaction service and
 // refuses writes (the write column of registerHandlers). It copies the master's metadata with
 // slaveSync (slavesync.go).
+//
+// Controller mode (controller.go): the master's HA listener admits only slaves of its
+// master epoch and reports a slave of a newer one (OnFenced); a slave identifies itself
+// with its id and epoch and replicates from the static HAMasterAddr. A master's send that
+// waits is answered by afterPutInSet: SLAVE_NOT_AVAILABLE below MinInSyncReplicas, and
+// with AllAckInSyncStateSet a wait for every member of the SyncStateSet (syncstate.go).
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -64,7 +71,9 @@ type replication struct {
 	creds        sign.Credentials    // a slave's, proved to its master
 	dialTLS      *tls.Config         // a slave's, dialing its master (NamesrvTLS)
 
-	opts *Options // the HA listener's addresses (haListenAddr, haRegisterAddr)
+	opts *Options // the HA listener's addresses (haListenAddr, haRegisterAddr), controller mode
+	// sync is a controller-mode master's SyncStateSet (syncstate.go); nil otherwise.
+	sync *syncState
 	// Set by start before the server serves and the registrar runs:
 	master     *ha.Master        // a master's
 	registered string            // the HA address to register: Options.HAAddr, a master's bound listener once started
@@ -82,6 +91,9 @@ func newReplication(o *Options, cl ha.Log, log zerolog.Logger) *replication {
 	r := &replication{role: o.Role, cl: cl, log: log, timeout: o.HASlaveTimeout,
 		fallbehind: o.HASlaveFallbehindMax, staticMaster: o.HAMasterAddr, brokerName: o.BrokerName,
 		tls: o.TLS, creds: o.Credentials, dialTLS: o.NamesrvTLS, opts: o, registered: o.HAAddr}
+	if o.ControllerMode && o.Role != RoleSlave {
+		r.sync = newSyncState(o, cl, log)
+	}
 	if o.ACL != nil {
 		if a, ok := o.ACL.(ha.Authenticator); ok {
 			r.auth = a
@@ -173,12 +185,21 @@ func (r *replication) startMaster(ln net.Listener) error {
 	mo := ha.DefaultMasterOptions()
 	mo.Log, mo.Listener, mo.Logger = r.cl, ln, r.log
 	mo.Auth, mo.TLS, mo.BrokerName = r.auth, r.tls, r.brokerName
+	if o := r.opts; o.ControllerMode {
+		mo.Epoch = o.MasterEpoch
+		mo.OnStaleEpoch = func(id int64, epoch int32) {
+			fence(o, fmt.Errorf("%w: slave %d serves master epoch %d, this master %d", ErrFenced, id, epoch, o.MasterEpoch))
+		}
+	}
 	m, err := ha.NewMaster(mo)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	r.master = m
+	if r.sync != nil {
+		r.sync.master = m
+	}
 	return nil
 }
 
@@ -215,6 +236,11 @@ func (r *replication) follow(addr string) error {
 	so := ha.DefaultSlaveOptions()
 	so.Log, so.MasterAddr, so.Logger = r.cl, addr, r.log
 	so.Credentials, so.BrokerName, so.TLS = r.creds, r.brokerName, r.dialTLS
+	if o := r.opts; o.ControllerMode {
+		so.BrokerID, so.Epoch = o.BrokerID, o.MasterEpoch
+		// An idle slave's reports are what keep it caught up at its master.
+		so.ReportInterval = min(so.ReportInterval, max(o.HAMaxTimeSlaveNotCatchup/4, 10*time.Millisecond))
+	}
 	s, err := ha.NewSlave(so)
 	if err != nil {
 		return err
@@ -235,15 +261,25 @@ func (r *replication) slaveConnected() bool {
 
 // afterPut wakes the replication writers after an append ending at end and returns the
 // send's code: code itself, or for a SYNC_MASTER send that waits for storage the slave
-// outcome when it is not an acknowledgement.
+// outcome when it is not an acknowledgement. In controller mode a send that waits is
+// answered SLAVE_NOT_AVAILABLE when the SyncStateSet has fewer than MinInSyncReplicas
+// members and, with AllAckInSyncStateSet, waits for every member (syncstate.go).
 func (r *replication) afterPut(ctx context.Context, end int64, wait bool, code protocol.ResponseCode) protocol.ResponseCode {
 	if r == nil || r.master == nil {
 		return code
 	}
 	r.master.Notify()
+	if r.sync != nil && wait {
+		return r.afterPutInSet(ctx, end, code)
+	}
 	if r.role != RoleSyncMaster || !wait {
 		return code
 	}
+	return r.waitAny(ctx, end, code)
+}
+
+// waitAny is a SYNC_MASTER's wait for any slave's acknowledgement of end.
+func (r *replication) waitAny(ctx context.Context, end int64, code protocol.ResponseCode) protocol.ResponseCode {
 	if r.master.SlaveCount() == 0 || end-r.master.SlaveAckOffset() >= r.fallbehind {
 		return protocol.SlaveNotAvailable
 	}
@@ -261,16 +297,43 @@ func (r *replication) afterPut(ctx context.Context, end int64, wait bool, code p
 	return code
 }
 
+// afterPutInSet is afterPut for a send that waits on a controller-mode master.
+func (r *replication) afterPutInSet(ctx context.Context, end int64, code protocol.ResponseCode) protocol.ResponseCode {
+	if n := r.sync.size(); n < r.opts.MinInSyncReplicas {
+		r.log.Debug().Int("members", n).Int("min", r.opts.MinInSyncReplicas).Int64("end", end).
+			Msg("SyncStateSet below minInSyncReplicas")
+		return protocol.SlaveNotAvailable
+	}
+	if !r.opts.AllAckInSyncStateSet {
+		if r.role != RoleSyncMaster {
+			return code
+		}
+		return r.waitAny(ctx, end, code)
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.sync.waitAll(wctx, end); err != nil {
+		r.log.Debug().Err(err).Int64("end", end).Msg("SyncStateSet acknowledgement missing")
+		return protocol.FlushSlaveTimeout
+	}
+	return code
+}
+
 // runtimeInfo is the replication part of GET_BROKER_RUNTIME_INFO.
 func (r *replication) runtimeInfo() map[string]string {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	if r.master != nil {
-		return map[string]string{
+		m := map[string]string{
 			// RocketMQ's figure: log end minus the highest slave acknowledgement, in bytes.
 			"slaveFallBehindMuch":   itoa(r.master.Lag()),
 			"ferryHaSlaves":         strconv.Itoa(r.master.SlaveCount()),
 			"ferryHaSlaveAckOffset": itoa(r.master.SlaveAckOffset()),
 		}
+		if r.sync != nil {
+			maps.Copy(m, r.sync.runtimeInfo())
+			m["ferryMasterEpoch"] = strconv.Itoa(int(r.opts.MasterEpoch))
+		}
+		return m
 	}
 	if r.role != RoleSlave {
 		return nil
@@ -280,6 +343,9 @@ func (r *replication) runtimeInfo() map[string]string {
 	r.mu.Unlock()
 	m := map[string]string{"ferryHaMasterAddr": addr, "ferryHaConnected": "false",
 		"ferryHaReplicaOffset": itoa(r.cl.ReplicaOffset())}
+	if r.opts.ControllerMode {
+		m["ferryMasterEpoch"] = strconv.Itoa(int(r.opts.MasterEpoch))
+	}
 	if s != nil {
 		m["ferryHaConnected"] = strconv.FormatBool(s.Connected())
 		select {

@@ -366,9 +366,10 @@ func checkTail(rec *message.Record) error {
 }
 
 // truncateLocked cuts the log at end: the rest of the segment holding end is zeroed and
-// synced, and the segments after it are deleted. It returns the segment appends continue
-// in (the last one when end is the end of the log). Called with mu and listMu held, before
-// any reader can see beyond the old write position.
+// synced, and the segments after it are deleted, newest first, so that whichever of the
+// removals a crash makes durable, the segments left are contiguous. It returns the segment
+// appends continue in (the last one when end is the end of the log). Called with mu and
+// listMu held, before any reader can see beyond the old write position.
 func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 	cur := list.find(end, l.segSize)
 	if cur == nil { // end is the end of the last (full) segment
@@ -384,7 +385,7 @@ func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 	}
 	l.segs.Store(&segList{segs: slices.Clone(list.segs[:i+1])})
 	var errs []error
-	for _, s := range victims {
+	for _, s := range slices.Backward(victims) {
 		l.log.Info().Str("segment", s.name).Msg("deleting a segment after the recovered end")
 		errs = append(errs, s.release())
 		if err := l.fs.Remove(filepath.Join(l.dir, s.name)); err != nil {

@@ -366,6 +366,36 @@ type BrokerConfig struct {
 	// env FERRY_BROKER_HA_SLAVE_FALLBEHIND_MAX.
 	HASlaveFallbehindMax int64 `mapstructure:"haSlaveFallbehindMax" default:"256MiB" check:"positive" option:"HASlaveFallbehindMax" property:"haSlaveFallbehindMax" meaning:"SYNC_MASTER: slave lag beyond which a send replies SLAVE_NOT_AVAILABLE"`
 
+	// ControllerMode takes the broker's role, id and master epoch from the
+	// controllers (automatic failover, RocketMQ 5's enableControllerMode; see
+	// docs/operations.md): brokerId and brokerRole must then be left unset.
+	// Default false. Key broker.controllerMode, env FERRY_BROKER_CONTROLLER_MODE.
+	ControllerMode bool `mapstructure:"controllerMode" default:"false" option:"ControllerMode" property:"enableControllerMode" meaning:"take role, id and master epoch from the controllers (automatic failover)"`
+	// ControllerAddrs lists the controllers' addresses (their controller.listen),
+	// required in controller mode. Default []. Key broker.controllerAddrs, env
+	// FERRY_BROKER_CONTROLLER_ADDRS (separated by ';' or ',').
+	ControllerAddrs []string `mapstructure:"controllerAddrs" default:"" process:"failover" meaning:"controller addresses (controller.listen of each); required in controller mode"`
+	// ControllerHeartbeatInterval is how often a broker in controller mode
+	// reports to the controller, and so how soon it learns of an election.
+	// Default 1s. Key broker.controllerHeartbeatInterval, env
+	// FERRY_BROKER_CONTROLLER_HEARTBEAT_INTERVAL.
+	ControllerHeartbeatInterval time.Duration `mapstructure:"controllerHeartbeatInterval" default:"1s" check:"positive" process:"failover" meaning:"controller mode: heartbeat period to the controller (how soon an election is learned)"`
+	// AllAckInSyncStateSet acknowledges a send (that waits for storage) once every
+	// member of the SyncStateSet has it, else FLUSH_SLAVE_TIMEOUT after
+	// haSlaveTimeout; controller mode only. Default false. Key
+	// broker.allAckInSyncStateSet, env FERRY_BROKER_ALL_ACK_IN_SYNC_STATE_SET.
+	AllAckInSyncStateSet bool `mapstructure:"allAckInSyncStateSet" default:"false" option:"AllAckInSyncStateSet" property:"allAckInSyncStateSet" meaning:"controller mode: SEND_OK only once every SyncStateSet member has the message"`
+	// MinInSyncReplicas refuses SEND_OK (SLAVE_NOT_AVAILABLE, message kept) while
+	// the SyncStateSet, the master included, has fewer members; above 1 only in
+	// controller mode. Default 1. Key broker.minInSyncReplicas, env
+	// FERRY_BROKER_MIN_IN_SYNC_REPLICAS.
+	MinInSyncReplicas int `mapstructure:"minInSyncReplicas" default:"1" check:"range=1..64" option:"MinInSyncReplicas" property:"minInSyncReplicas" meaning:"controller mode: fewer SyncStateSet members (master included) refuse SEND_OK"`
+	// HAMaxTimeSlaveNotCatchup drops a member from the SyncStateSet (through the
+	// controller) once it has not caught up with the master for this long;
+	// controller mode only. Default 15s. Key broker.haMaxTimeSlaveNotCatchup, env
+	// FERRY_BROKER_HA_MAX_TIME_SLAVE_NOT_CATCHUP.
+	HAMaxTimeSlaveNotCatchup time.Duration `mapstructure:"haMaxTimeSlaveNotCatchup" default:"15s" check:"positive" option:"HAMaxTimeSlaveNotCatchup" property:"haMaxTimeSlaveNotCatchup" meaning:"controller mode: a SyncStateSet member behind this long is dropped"`
+
 	// LogLevel overrides log.level for the broker; empty inherits it. Default
 	// "". Key broker.logLevel, env FERRY_BROKER_LOG_LEVEL.
 	LogLevel string `mapstructure:"logLevel" default:"" check:"logLevel=inherit" process:"command" meaning:"log level of the broker; empty inherits log.level"`
@@ -390,7 +420,7 @@ func (c BrokerConfig) Validate() error {
 		return err
 	}
 	for _, check := range []func() error{
-		c.validateIdentity, c.validateNetwork, c.validateStore,
+		c.validateController, c.validateIdentity, c.validateNetwork, c.validateStore,
 		c.validateMessaging, c.validateHA,
 	} {
 		if err := check(); err != nil {
@@ -406,6 +436,38 @@ func (c BrokerConfig) validateIdentity() error {
 		return invalid("broker.brokerId", "must be 0 for a %s, got %d", c.Role, c.BrokerID)
 	case c.Role == Slave && c.BrokerID <= 0:
 		return invalid("broker.brokerId", "must be greater than 0 for a SLAVE, got %d", c.BrokerID)
+	}
+	return nil
+}
+
+// validateController checks controller mode: the controllers are listed, the role and
+// id are left to them (the defaults: SetRoleKeys refuses them set explicitly), and the
+// keys that only controller mode uses are not set without it.
+func (c BrokerConfig) validateController() error {
+	if !c.ControllerMode {
+		switch {
+		case c.AllAckInSyncStateSet:
+			return invalid("broker.allAckInSyncStateSet", "needs broker.controllerMode (there is no SyncStateSet without it)")
+		case c.MinInSyncReplicas > 1:
+			return invalid("broker.minInSyncReplicas", "above 1 needs broker.controllerMode (there is no SyncStateSet without it), got %d",
+				c.MinInSyncReplicas)
+		}
+		return nil
+	}
+	switch {
+	case c.BrokerID != 0:
+		return invalid("broker.brokerId", "must not be set with broker.controllerMode (the controller assigns it), got %d", c.BrokerID)
+	case c.Role != AsyncMaster:
+		return invalid("broker.brokerRole", "must not be set with broker.controllerMode (the controller assigns it), got %s", c.Role)
+	case c.HAMasterAddr != "":
+		return invalid("broker.haMasterAddr", "must not be set with broker.controllerMode (the controller names the master)")
+	case len(c.ControllerAddrs) == 0:
+		return invalid("broker.controllerAddrs", "must list the controllers when broker.controllerMode is true")
+	}
+	for _, a := range c.ControllerAddrs {
+		if err := checkDialAddr("broker.controllerAddrs", a); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ import (
 //	option        the field the key sets in its server's Options: broker.Options for
 //	              broker.*, nameserver.Options for namesrv.*; a dotted path ("Store.Dir")
 //	process       instead of option: the part of the program that applies the key
-//	              ("command": the ferry command itself, e.g. its listener or logging)
+//	              ("command": the ferry command itself, e.g. its listener or logging;
+//	              "failover": the failover agent of a broker in controller mode)
 //	property      the RocketMQ property GET_BROKER_CONFIG reports the key's value under,
 //	              with an optional format after a comma (see PropertyFormat)
 //
@@ -43,6 +44,10 @@ const (
 // ProcessCommand marks a key the ferry command applies itself (Key.Process): its
 // listener address, its logging.
 const ProcessCommand = "command"
+
+// ProcessFailover marks a broker key the failover agent applies (Key.Process): the
+// controllers it talks to in controller mode, and how often.
+const ProcessFailover = "failover"
 
 // Key is one row of the key table (see the tags above): a configuration key and what is
 // known about it besides the code that uses its value.

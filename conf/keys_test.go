@@ -18,7 +18,8 @@ func TestKeyTableRowsAreComplete(t *testing.T) {
 		require.NotEmpty(t, k.Meaning, k.Name)
 		require.True(t, (k.Option == "") != (k.Process == ""), "%s: want exactly one of option and process, got %q and %q", k.Name, k.Option, k.Process)
 		if k.Process != "" {
-			require.Equal(t, ProcessCommand, k.Process, k.Name)
+			require.Contains(t, []string{ProcessCommand, ProcessFailover}, k.Process, k.Name)
+			require.Empty(t, k.Property, "%s: a property is read from an Options field", k.Name)
 		}
 		require.Contains(t, []PropertyFormat{"", PropertyHours, PropertyUnitBytes}, k.PropertyFormat, k.Name)
 		if k.PropertyFormat != "" {

@@ -125,6 +125,9 @@ func load(opts LoadOptions) (*Config, map[string]Source, error) {
 	}); err != nil {
 		return nil, nil, decodeError(err, v.Get)
 	}
+	if err := checkAssignedKeys(&cfg, sources); err != nil {
+		return nil, nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -437,4 +440,19 @@ func decodeError(err error, valueOf func(key string) any) error {
 func hasDecodeError(err error) bool {
 	var de *mapstructure.DecodeError
 	return errors.As(err, &de)
+}
+
+// checkAssignedKeys refuses, in controller mode, a broker role or id set by any source,
+// even to its default: the controller assigns them (Validate sees only values, so it
+// refuses the other values).
+func checkAssignedKeys(cfg *Config, sources map[string]Source) error {
+	if !cfg.Broker.ControllerMode {
+		return nil
+	}
+	for _, key := range []string{"broker.brokerId", "broker.brokerRole"} {
+		if src := sources[key]; src.Kind != SourceDefault {
+			return invalid(key, "must not be set with broker.controllerMode: the controller assigns it (set by %s)", src)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,10 @@ import (
 // that does not prove an account allowed to replicate (the layout is in frame.go).
 var ErrRefused = errors.New("ha: slave refused")
 
+// ErrEpoch means a master in controller mode refused a slave of another master epoch
+// (wrapped with ErrRefused).
+var ErrEpoch = errors.New("ha: master epoch mismatch")
+
 // Authenticator checks a slave's proof of an account (*acl.ACL and *acl.Watcher
 // implement it): mac must be sign.ReplicationMAC of msg under the account's secret, and
 // the account must be allowed to replicate.
@@ -80,8 +84,8 @@ func (c *masterConn) handshake() error {
 		return fmt.Errorf("ha: read the slave's first bytes: %w", err)
 	}
 	switch {
-	case isHelloMagic(magic[:]):
-		h, signed, err := ReadHello(rd)
+	case isHelloMagic(magic[:]) || isIdentityMagic(magic[:]):
+		h, signed, err := readHello(rd, isIdentityMagic(magic[:]))
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrRefused, err)
 		}
@@ -91,10 +95,19 @@ func (c *masterConn) handshake() error {
 			}
 			c.account = h.AccessKey
 		}
+		if o.Epoch > 0 {
+			if err := c.m.checkIdentity(&h); err != nil {
+				return err
+			}
+			c.peerID, c.epoch = h.BrokerID, h.Epoch
+			c.samples = &sampleRing{}
+		}
 	case magic[0] == tlsRecordHandshake && !c.tls:
 		return fmt.Errorf("%w: a TLS handshake on a plain HA port (broker.tlsMode is disabled here)", ErrRefused)
 	case o.Auth != nil:
 		return fmt.Errorf("%w: no credentials (ACL is on: the slave needs broker.accessKey/secretKey of an admin account)", ErrRefused)
+	case o.Epoch > 0:
+		return fmt.Errorf("%w: an anonymous slave of a master in controller mode (the slave needs broker.controllerMode)", ErrRefused)
 	default: // a plain slave's first offset report
 		rd = io.MultiReader(bytes.NewReader(magic[:]), rd)
 	}
@@ -137,10 +150,37 @@ func (m *Master) checkHello(addr net.Addr, h *Hello, signed []byte) error {
 	return nil
 }
 
-// hello builds the slave's hello.
+// checkIdentity admits, in controller mode, only an identity hello of this master's
+// broker name and epoch; a slave of a higher epoch shows that this master is stale
+// (MasterOptions.OnStaleEpoch).
+func (m *Master) checkIdentity(h *Hello) error {
+	o := &m.opts
+	switch {
+	case !h.Identified:
+		return fmt.Errorf("%w: a slave without an identity hello on a master in controller mode (the slave needs broker.controllerMode)",
+			ErrRefused)
+	case o.BrokerName != "" && h.BrokerName != o.BrokerName:
+		return fmt.Errorf("%w: the slave is of broker %q, this master is %q", ErrRefused, h.BrokerName, o.BrokerName)
+	case h.Epoch > o.Epoch:
+		if o.OnStaleEpoch != nil {
+			o.OnStaleEpoch(h.BrokerID, h.Epoch)
+		}
+		return fmt.Errorf("%w: %w: slave %d serves epoch %d, this master only %d (this master is stale)",
+			ErrRefused, ErrEpoch, h.BrokerID, h.Epoch, o.Epoch)
+	case h.Epoch < o.Epoch:
+		return fmt.Errorf("%w: %w: slave %d serves epoch %d, this master %d (the slave must check its log against the new epoch first)",
+			ErrRefused, ErrEpoch, h.BrokerID, h.Epoch, o.Epoch)
+	}
+	return nil
+}
+
+// hello builds the slave's hello: an identity hello in controller mode (Epoch > 0).
 func (s *Slave) hello() ([]byte, error) {
 	h := Hello{Version: HelloVersion, Timestamp: time.Now().UnixMilli(), BrokerName: s.opts.BrokerName,
 		AccessKey: s.opts.Credentials.AccessKey}
+	if s.opts.Epoch > 0 {
+		h.Identified, h.BrokerID, h.Epoch = true, s.opts.BrokerID, s.opts.Epoch
+	}
 	if _, err := rand.Read(h.Nonce[:]); err != nil {
 		return nil, fmt.Errorf("ha: hello nonce: %w", err)
 	}

@@ -21,9 +21,17 @@
 // that requires it sends nothing to a connection without a valid one. A master answers
 // WaitAck with ErrNoSlave as soon as its last slave disconnects.
 //
-// Files: frame.go (wire format, hello included), auth.go (TLS and hello handshake),
-// options.go, master.go (listener and per-slave connections), slave.go, group.go
-// (goroutine tracking).
+// Controller mode (Ferry's, for automatic failover): a slave identifies itself with its
+// broker id and master epoch in an identity hello (SlaveOptions.BrokerID/Epoch); a master
+// serving an epoch (MasterOptions.Epoch) admits only slaves of that epoch, reports a
+// slave of a higher one (OnStaleEpoch: the master is stale), and keeps each slave's
+// acknowledgement and last catch-up time by broker id (Peers, AckedBy), which the broker
+// uses to keep the SyncStateSet and to wait for all of its members.
+//
+// Files: frame.go (wire format, hellos included), auth.go (TLS and hello handshake),
+// options.go, master.go (listener and per-slave connections), peers.go (identified
+// slaves), slave.go, group.go (goroutine tracking), epoch.go (the epoch file and
+// ConsistentPoint, for controller mode).
 //
 // Goroutines: Master owns one accept loop and, per slave connection, a reader (offset
 // reports) and a writer (frames); Slave owns one connection loop and, per connection, a

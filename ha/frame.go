@@ -159,6 +159,31 @@ func (d *ReportDecoder) Feed(b []byte) (last int64, ok bool, err error) {
 // closes the connection without having sent a byte of its own. The master answers
 // nothing to the hello itself: its first frame is the acceptance. A master that does not
 // require authentication reads a hello and ignores it.
+//
+// Identity hello (controller mode, Ferry's). A slave whose role comes from the controller
+// (SlaveOptions.Epoch > 0) always sends a hello, credentials or not, with another magic and
+// its identity after the access key:
+//
+//	+-------------+-------------+-------------------+--------------+
+//	| magic (4)   | version (1) | timestamp int64   | nonce (16)   |
+//	| FE 46 48 49 | 1           | (8, Unix ms)      | random       |
+//	+-------------+-------------+-------------------+--------------+
+//	| nameLen (1) | brokerName  | keyLen (1) | accessKey            |
+//	+-------------+-------------+------------+----------------------+
+//	| brokerId int64 (8)        | epoch int32 (4)                   |
+//	+---------------------------+-----------------------------------+
+//	| mac (32): HMAC-SHA256(secretKey, every byte before it; an empty |
+//	|           key and secret without credentials)                  |
+//	+-----------------------------------------------------------------+
+//
+// brokerId (≥ 1) is the slave's id assigned by the controller and epoch (≥ 1) the master
+// epoch it serves under. The signature is checked as a plain hello's when the master
+// requires authentication; brokerName is always checked when the master knows its own.
+// A master in controller mode (MasterOptions.Epoch > 0) admits only slaves with an
+// identity hello of exactly its epoch: a higher epoch means the master itself is stale (it
+// calls MasterOptions.OnStaleEpoch and refuses the slave), a lower one that the slave has
+// not yet checked its log against the current epoch's history (refused). A master not in
+// controller mode reads an identity hello as a plain one.
 const (
 	// HelloVersion is the hello's version.
 	HelloVersion = 1
@@ -168,20 +193,30 @@ const (
 	HelloMACSize = 32
 	// helloFixed is the size of the hello up to brokerName's length byte.
 	helloFixed = 4 + 1 + 8 + HelloNonceSize
-	// MaxHelloSize bounds a hello.
-	MaxHelloSize = helloFixed + 1 + 255 + 1 + 255 + HelloMACSize
+	// identitySize is the size of an identity hello's brokerId and epoch.
+	identitySize = 8 + 4
+	// MaxHelloSize bounds a hello (an identity hello included).
+	MaxHelloSize = helloFixed + 1 + 255 + 1 + 255 + identitySize + HelloMACSize
 )
 
-// helloMagic starts a hello.
-var helloMagic = [4]byte{0xFE, 'F', 'H', 'A'}
+// helloMagic starts a hello; identityMagic an identity hello.
+var (
+	helloMagic    = [4]byte{0xFE, 'F', 'H', 'A'}
+	identityMagic = [4]byte{0xFE, 'F', 'H', 'I'}
+)
 
-// Hello is a slave's proof of an account.
+// Hello is a slave's proof of an account and, in an identity hello, its identity.
 type Hello struct {
 	Version    byte
 	Timestamp  int64 // Unix milliseconds
 	Nonce      [HelloNonceSize]byte
 	BrokerName string
 	AccessKey  string
+	// Identified marks an identity hello (controller mode), which carries BrokerID and
+	// Epoch.
+	Identified bool
+	BrokerID   int64 // the slave's broker id, assigned by the controller (≥ 1)
+	Epoch      int32 // the master epoch the slave serves under (≥ 1)
 	MAC        [HelloMACSize]byte
 }
 
@@ -191,24 +226,49 @@ func AppendHelloSigned(dst []byte, h *Hello) ([]byte, error) {
 		return dst, fmt.Errorf("%w: broker name (%d bytes) or access key (%d bytes) longer than 255",
 			ErrProtocol, len(h.BrokerName), len(h.AccessKey))
 	}
-	dst = append(dst, helloMagic[:]...)
+	if h.Identified && (h.BrokerID < 1 || h.Epoch < 1) {
+		return dst, fmt.Errorf("%w: identity hello of broker id %d, epoch %d (both must be ≥ 1)", ErrProtocol, h.BrokerID, h.Epoch)
+	}
+	magic := helloMagic
+	if h.Identified {
+		magic = identityMagic
+	}
+	dst = append(dst, magic[:]...)
 	dst = append(dst, h.Version)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.Timestamp))
 	dst = append(dst, h.Nonce[:]...)
 	dst = append(dst, byte(len(h.BrokerName)))
 	dst = append(dst, h.BrokerName...)
 	dst = append(dst, byte(len(h.AccessKey)))
-	return append(dst, h.AccessKey...), nil
+	dst = append(dst, h.AccessKey...)
+	if h.Identified {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(h.BrokerID))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(h.Epoch))
+	}
+	return dst, nil
 }
 
 // isHelloMagic reports whether b (4 bytes) starts a hello.
 func isHelloMagic(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == helloMagic }
 
+// isIdentityMagic reports whether b (4 bytes) starts an identity hello.
+func isIdentityMagic(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == identityMagic }
+
 // ReadHello reads the rest of a hello whose 4 magic bytes were read already, and returns
 // it with its signed bytes (magic included).
-func ReadHello(r io.Reader) (Hello, []byte, error) {
+func ReadHello(r io.Reader) (Hello, []byte, error) { return readHello(r, false) }
+
+// ReadIdentityHello is ReadHello for an identity hello (its magic read already).
+func ReadIdentityHello(r io.Reader) (Hello, []byte, error) { return readHello(r, true) }
+
+// readHello reads a hello, an identity hello when identified.
+func readHello(r io.Reader, identified bool) (Hello, []byte, error) {
 	buf := make([]byte, 0, MaxHelloSize)
-	buf = append(buf, helloMagic[:]...)
+	if identified {
+		buf = append(buf, identityMagic[:]...)
+	} else {
+		buf = append(buf, helloMagic[:]...)
+	}
 	read := func(n int) ([]byte, error) {
 		start := len(buf)
 		buf = buf[:start+n]
@@ -238,6 +298,17 @@ func ReadHello(r io.Reader) (Hello, []byte, error) {
 		return h, nil, err
 	}
 	h.AccessKey = string(b)
+	if identified {
+		if b, err = read(identitySize); err != nil {
+			return h, nil, err
+		}
+		h.Identified = true
+		h.BrokerID = int64(binary.BigEndian.Uint64(b[:8]))
+		h.Epoch = int32(binary.BigEndian.Uint32(b[8:]))
+		if h.BrokerID < 1 || h.Epoch < 1 {
+			return h, nil, fmt.Errorf("%w: identity hello of broker id %d, epoch %d (both must be ≥ 1)", ErrProtocol, h.BrokerID, h.Epoch)
+		}
+	}
 	signed := buf
 	if _, err := io.ReadFull(r, h.MAC[:]); err != nil {
 		return h, nil, fmt.Errorf("ha: read hello MAC: %w", err)

@@ -35,7 +35,8 @@ type Master struct {
 		sync.Mutex
 		conns   map[*masterConn]struct{} // every open connection, slave or not yet
 		slaves  int                      // connections that are slaves (masterConn.slave)
-		changed chan struct{}            // closed and replaced when ack grows or slaves drops
+		changed chan struct{}            // closed and replaced when an ack grows or a slave leaves
+		peers   map[int64]*peer          // identified slaves by broker id (controller mode)
 		closed  bool
 	}
 	stop chan struct{}
@@ -49,8 +50,9 @@ type Master struct {
 
 // SlaveInfo describes one connected slave.
 type SlaveInfo struct {
-	Addr string
-	Ack  int64 // the offset it last reported
+	Addr     string
+	Ack      int64 // the offset it last reported
+	BrokerID int64 // its identity hello's broker id (controller mode); 0: anonymous
 }
 
 // NewMaster starts accepting slaves on opts.Listener.
@@ -60,6 +62,7 @@ func NewMaster(opts MasterOptions) (*Master, error) {
 	}
 	m := &Master{opts: opts, log: opts.Logger.With().Str("component", "ha-master").Logger(), stop: make(chan struct{})}
 	m.mu.conns = make(map[*masterConn]struct{})
+	m.mu.peers = make(map[int64]*peer)
 	m.nonces = make(map[[HelloNonceSize]byte]time.Time)
 	m.mu.changed = make(chan struct{})
 	m.g.goTracked(m.acceptLoop)
@@ -124,7 +127,7 @@ func (m *Master) Slaves() []SlaveInfo {
 	out := make([]SlaveInfo, 0, len(m.mu.conns))
 	for c := range m.mu.conns {
 		if c.slave {
-			out = append(out, SlaveInfo{Addr: c.raw.RemoteAddr().String(), Ack: c.ack.Load()})
+			out = append(out, SlaveInfo{Addr: c.raw.RemoteAddr().String(), Ack: c.ack.Load(), BrokerID: c.peerID})
 		}
 	}
 	return out
@@ -229,6 +232,9 @@ func (m *Master) register(c *masterConn) bool {
 	}
 	c.slave = true
 	m.mu.slaves++
+	if c.peerID != 0 {
+		m.registerPeerLocked(c)
+	}
 	return true
 }
 
@@ -240,7 +246,10 @@ func (m *Master) remove(c *masterConn) {
 	if c.slave {
 		c.slave = false
 		m.mu.slaves--
-		if m.mu.slaves == 0 {
+		switch {
+		case c.peerID != 0:
+			m.removePeerLocked(c)
+		case m.mu.slaves == 0:
 			m.changedLocked()
 		}
 	}

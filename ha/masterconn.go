@@ -32,6 +32,12 @@ type masterConn struct {
 
 	tls     bool   // the connection runs TLS (set by handshake)
 	account string // the access key the slave proved (set by handshake)
+
+	// Controller mode (set by handshake): the identity hello's broker id and epoch, and
+	// the writer's samples of the log's end (peers.go). peerID 0: anonymous.
+	peerID  int64
+	epoch   int32
+	samples *sampleRing
 }
 
 func newMasterConn(m *Master, conn net.Conn) *masterConn {
@@ -77,7 +83,8 @@ func (c *masterConn) run() {
 		_ = c.raw.Close()
 		return
 	}
-	c.log.Info().Bool("tls", c.tls).Str("account", c.account).Msg("slave connected")
+	c.log.Info().Bool("tls", c.tls).Str("account", c.account).Int64("brokerId", c.peerID).Int32("epoch", c.epoch).
+		Msg("slave connected")
 	var wg sync.WaitGroup
 	var rerr, werr error
 	wg.Go(func() { rerr = c.readLoop(); c.shutdown() })
@@ -140,6 +147,9 @@ func (c *masterConn) readLoop() error {
 						ErrProtocol, off, end)
 				}
 				c.ack.Store(off)
+				if c.peerID != 0 {
+					c.m.peerAcked(c, off, end)
+				}
 				c.m.acked(off)
 			}
 		}
@@ -197,6 +207,7 @@ func (c *masterConn) writeLoop() error {
 			}
 			next += int64(n)
 			lastWrite = time.Now()
+			c.sample()
 			continue
 		}
 		if time.Since(lastWrite) >= c.m.opts.HeartbeatInterval {

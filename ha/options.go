@@ -82,6 +82,15 @@ type MasterOptions struct {
 	HandshakeTimeout time.Duration
 	// MaxClockSkew is how far a hello's timestamp may be from the master's clock.
 	MaxClockSkew time.Duration
+	// Epoch, when positive, puts the master in controller mode: it serves under this
+	// master epoch and admits only slaves that identify themselves with an identity hello
+	// of the same epoch (frame.go), tracking each one by broker id (Peers, AckedBy).
+	// 0: fixed roles, slaves are anonymous (RocketMQ's behaviour).
+	Epoch int32
+	// OnStaleEpoch, when set, is called when a slave shows a higher epoch than Epoch: this
+	// master has been replaced. It runs on the connection's goroutine and must return
+	// promptly (it must not wait for Close).
+	OnStaleEpoch func(slaveID int64, slaveEpoch int32)
 	Logger       zerolog.Logger
 }
 
@@ -113,6 +122,9 @@ func (o *MasterOptions) Validate() error {
 	errs = append(errs, positive("HeartbeatInterval", o.HeartbeatInterval),
 		positive("IdleTimeout", o.IdleTimeout), positive("PollInterval", o.PollInterval),
 		positive("HandshakeTimeout", o.HandshakeTimeout), positive("MaxClockSkew", o.MaxClockSkew))
+	if o.Epoch < 0 {
+		errs = append(errs, fmt.Errorf("negative Epoch %d", o.Epoch))
+	}
 	if o.TLS != nil {
 		if err := o.TLS.Validate(); err != nil {
 			errs = append(errs, err)
@@ -151,8 +163,15 @@ type SlaveOptions struct {
 	// BrokerName is the broker name the hello carries (the master checks it is its own).
 	BrokerName string
 	// TLS, when set, is the client config the slave dials its master with (TLS 1.2+).
-	TLS    *tls.Config
-	Logger zerolog.Logger
+	TLS *tls.Config
+	// BrokerID and Epoch, when Epoch is positive (controller mode), are sent in an
+	// identity hello at each connection (frame.go), with Credentials when set: the
+	// slave's broker id assigned by the controller (≥ 1) and the master epoch it serves
+	// under. A master in controller mode refuses a slave without them or with another
+	// epoch. Epoch 0: fixed roles, no identity.
+	BrokerID int64
+	Epoch    int32
+	Logger   zerolog.Logger
 }
 
 // DefaultSlaveOptions returns the defaults; set Log and MasterAddr.
@@ -187,6 +206,12 @@ func (o *SlaveOptions) Validate() error {
 	}
 	if o.RetryMax < o.RetryFloor {
 		errs = append(errs, fmt.Errorf("RetryMax %v below RetryFloor %v", o.RetryMax, o.RetryFloor))
+	}
+	switch {
+	case o.Epoch < 0:
+		errs = append(errs, fmt.Errorf("negative Epoch %d", o.Epoch))
+	case o.Epoch > 0 && o.BrokerID < 1:
+		errs = append(errs, fmt.Errorf("an identified slave (Epoch %d) needs a BrokerID ≥ 1, got %d", o.Epoch, o.BrokerID))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ha: slave options: %w", err)

@@ -151,8 +151,9 @@ func (s *Slave) loop() {
 var errMasterBehind = errors.New("ha: the master closed the connection at once: it refused this slave " +
 	"(credentials or TLS: see its log) or its log is behind the slave's (will retry)")
 
-// secure runs TLS (SlaveOptions.TLS) on raw and sends the hello (SlaveOptions.Credentials)
-// within ctx, and returns the connection to replicate on.
+// secure runs TLS (SlaveOptions.TLS) on raw and sends the hello (SlaveOptions.Credentials;
+// an identity hello in controller mode) within ctx, and returns the connection to
+// replicate on.
 func (s *Slave) secure(ctx context.Context, raw net.Conn) (net.Conn, error) {
 	conn := raw
 	if s.opts.TLS != nil {
@@ -167,7 +168,7 @@ func (s *Slave) secure(ctx context.Context, raw net.Conn) (net.Conn, error) {
 		}
 		conn = tc
 	}
-	if s.opts.Credentials.AccessKey == "" {
+	if s.opts.Credentials.AccessKey == "" && s.opts.Epoch == 0 {
 		return conn, nil
 	}
 	hello, err := s.hello()

@@ -21,6 +21,10 @@ import (
 // store on fsys and logs to log. It resolves what depends on the machine or on other
 // keys: the in-memory limit of pulls (accessMessageInMemoryMaxRatio of physical memory,
 // read from the operating system once, here) and haSlaveTimeout 0 (syncFlushTimeout).
+// In controller mode (broker.controllerMode) it copies the controller-mode settings and
+// leaves the role, the ids, the master epoch and the SyncStateSet keeper to the failover
+// agent, which reads broker.controllerAddrs and broker.controllerHeartbeatInterval from
+// the configuration itself.
 func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (broker.Options, error) {
 	if err := cfg.Validate(); err != nil {
 		return broker.Options{}, err
@@ -88,6 +92,14 @@ func BrokerOptions(cfg conf.BrokerConfig, fsys mmap.FS, log zerolog.Logger) (bro
 	} else {
 		// No limit: every pull counts as in memory, so none suggests a slave for lagging.
 		log.Warn().Err(err).Msg("broker.accessMessageInMemoryMaxRatio has no effect")
+	}
+	if o.ControllerMode {
+		// The failover agent completes the options at run time (Role, BrokerID,
+		// AssignedID, MasterEpoch, HAMasterAddr, SyncStateSet, Epochs, OnFenced) and
+		// broker.New checks them; the rest is checked now, as a fixed-role master's.
+		probe := o
+		probe.ControllerMode, probe.AllAckInSyncStateSet, probe.MinInSyncReplicas = false, false, 1
+		return o, probe.Validate()
 	}
 	return o, o.Validate()
 }

@@ -295,3 +295,27 @@ func TestNameServerOptionsACL(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/etc/ferry/plain_acl.yml", o.ACLFile)
 }
+
+// Controller mode: the SyncStateSet settings reach broker.Options and the options are
+// accepted though the role, ids and epoch are still to come (the failover agent sets
+// them); completed by the agent, broker.Options accepts them.
+func TestBrokerOptionsControllerMode(t *testing.T) {
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.ControllerMode, cfg.ControllerAddrs = true, []string{"127.0.0.1:9878"}
+	cfg.AllAckInSyncStateSet, cfg.MinInSyncReplicas, cfg.HAMaxTimeSlaveNotCatchup = true, 2, 4*time.Second
+	o, err := BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	require.True(t, o.ControllerMode)
+	require.True(t, o.AllAckInSyncStateSet)
+	require.Equal(t, 2, o.MinInSyncReplicas)
+	require.Equal(t, 4*time.Second, o.HAMaxTimeSlaveNotCatchup)
+	require.ErrorIs(t, o.Validate(), broker.ErrInvalidOptions, "no epoch, id or keeper yet")
+	props := brokerProperties(&o)
+	require.Equal(t, "true", props["enableControllerMode"])
+	require.Equal(t, "2", props["minInSyncReplicas"])
+	require.Equal(t, "4000", props["haMaxTimeSlaveNotCatchup"])
+
+	o.Role, o.BrokerID, o.MasterEpoch, o.HAMasterAddr = broker.RoleSlave, 3, 2, "127.0.0.1:10912"
+	require.NoError(t, o.Validate(), "the agent's slave")
+}

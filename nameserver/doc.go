@@ -65,6 +65,15 @@
 // holder does not. The rules are on RouteTable; docs/security.md says what
 // they protect against, docs/operations.md how to move a broker.
 //
+// Brokers in controller mode (automatic failover) register with their master
+// epoch (ext ferryMasterEpoch): a registration of a higher epoch takes over
+// the bindings of a lower one at once — a newly elected master takes id 0
+// from the old master, which can come back as a slave under its own id from
+// the same address — and one of a lower epoch than the binding it meets is
+// refused (ErrStaleEpoch) with the newer epoch in its answer, even with admin
+// credentials, so a replaced master learns it is stale. Fixed-role bindings
+// (no epoch) are never taken over by epoch.
+//
 // Removing a group's last address removes the group from its cluster and its
 // queue data from every topic; a topic left without queue data disappears and
 // is answered TOPIC_NOT_EXIST. Removing a master but not its slaves keeps the

@@ -12,6 +12,11 @@ package nameserver
 //     SYSTEM_ERROR with the reason.
 //   - a registration that would rebind another registration's broker name and
 //     id, or address (RouteTable, ErrTakeover) → SYSTEM_ERROR with the reason.
+//   - ferryMasterEpoch (Ferry's, controller mode): a higher epoch takes over
+//     bindings of lower ones; a lower epoch than a binding it meets →
+//     SYSTEM_ERROR with the reason and ext ferryMasterEpoch, the higher epoch
+//     (RouteTable, ErrStaleEpoch). A SUCCESS answer carries ferryMasterEpoch of
+//     the group's master when it registered one.
 //   - otherwise SUCCESS with ext masterAddr and haServerAddr for a slave whose
 //     master is alive, and no body (no ORDER_TOPIC_CONFIG namespace is kept).
 //
@@ -22,6 +27,7 @@ package nameserver
 
 import (
 	"context"
+	"errors"
 	"hash/crc32"
 	"net/netip"
 	"time"
@@ -74,10 +80,12 @@ func registerCommand(t *RouteTable, req *remoting.Command, from Registrant, now 
 	}
 	res, err := t.RegisterBroker(&hdr, body, from, now)
 	if err != nil {
-		return nil, &hdr, RegisterResult{}, systemError(err.Error())
+		// A stale epoch's refusal keeps the epoch that refused it (the handler answers it).
+		return nil, &hdr, RegisterResult{MasterEpoch: res.MasterEpoch}, systemError(err.Error())
 	}
 	resp := remoting.NewResponse(req, int16(protocol.Success), "")
-	rh := protocol.RegisterBrokerResponseHeader{MasterAddr: res.MasterAddr, HAServerAddr: res.HAServerAddr}
+	rh := protocol.RegisterBrokerResponseHeader{MasterAddr: res.MasterAddr, HAServerAddr: res.HAServerAddr,
+		MasterEpoch: res.MasterEpoch}
 	if ext := protocol.NewExt(&rh); len(ext) > 0 {
 		resp.ExtFields = ext
 	}
@@ -93,6 +101,15 @@ func (s *Server) handleRegisterBroker(_ context.Context, ch remoting.Channel, re
 			ev = ev.Str("brokerName", hdr.BrokerName).Str("brokerAddr", hdr.BrokerAddr)
 		}
 		ev.Msg("broker registration refused")
+		if res.MasterEpoch > 0 {
+			// Refused for a stale epoch: the broker learns the newer one (ferryMasterEpoch).
+			var ce *remoting.CodeError
+			if errors.As(err, &ce) {
+				resp := remoting.NewResponse(req, ce.Code, ce.Remark)
+				resp.ExtFields = protocol.NewExt(&protocol.RegisterBrokerResponseHeader{MasterEpoch: res.MasterEpoch})
+				return resp, nil
+			}
+		}
 		return nil, err
 	}
 	ev := s.log.Debug()
@@ -106,7 +123,8 @@ func (s *Server) handleRegisterBroker(_ context.Context, ch remoting.Channel, re
 			Int64("dataVersion", res.DataVersion.Counter).
 			Strs("removedTopics", res.RemovedTopics).Str("displaced", res.Displaced).
 			Bool("shared", res.Shared).Bool("reclaimed", res.Reclaimed).
-			Str("masterAddr", res.MasterAddr).Msg("broker registered")
+			Str("masterAddr", res.MasterAddr).Int32("masterEpoch", hdr.MasterEpoch).Bool("epochTakeover", res.EpochTakeover).
+			Msg("broker registered")
 	}
 	if !s.channelOpen(ch.ID()) {
 		// The connection closed while the registration was being handled and

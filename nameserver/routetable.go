@@ -28,6 +28,12 @@ var ErrInvalidRegistration = errors.New("nameserver: invalid broker registration
 // by registering the same address, name and id again.
 var ErrTakeover = errors.New("nameserver: broker name, id or address bound to another registration")
 
+// ErrStaleEpoch means a registration of a broker in controller mode (a master epoch,
+// protocol.RegisterBrokerRequestHeader.MasterEpoch) met a binding registered with a
+// higher master epoch: the broker was replaced by a newer master. It is refused even
+// when trusted; RegisterResult.MasterEpoch holds the higher epoch.
+var ErrStaleEpoch = errors.New("nameserver: stale master epoch")
+
 // Registrant is the connection a registration or unregistration arrives on.
 type Registrant struct {
 	// ChannelID is the remoting connection (0: none, as in tests: never owns anything).
@@ -107,12 +113,20 @@ type RegisterResult struct {
 	// Reclaimed reports that the registration took back a binding whose
 	// connections had all closed (a restarted or reconnected broker).
 	Reclaimed bool
+	// MasterEpoch is the master epoch of the group's registered master (controller
+	// mode; 0 for a fixed-role master or none), answered to the broker; with an
+	// ErrStaleEpoch refusal, the higher epoch of the binding that refused it.
+	MasterEpoch int32
+	// EpochTakeover reports that the registration's higher master epoch took over a
+	// binding held by a lower one (a newly elected master, or an old one back as a slave).
+	EpochTakeover bool
 }
 
 // Changed reports whether the registration changed the table in a way worth
 // logging (anything but a plain liveness refresh).
 func (r *RegisterResult) Changed() bool {
-	return r.NewAddress || r.Displaced != "" || r.TopicsUpdated || len(r.RemovedTopics) > 0 || r.Joined || r.Reclaimed
+	return r.NewAddress || r.Displaced != "" || r.TopicsUpdated || len(r.RemovedTopics) > 0 || r.Joined || r.Reclaimed ||
+		r.EpochTakeover
 }
 
 // brokerGroup is the table's record of one broker name.
@@ -136,6 +150,9 @@ type liveBroker struct {
 	timeout      time.Duration
 	dataVersion  protocol.DataVersion
 	haServerAddr string
+	// epoch is the master epoch the registration carried (controller mode); 0: a
+	// fixed-role broker.
+	epoch int32
 	// channelID is the connection that holds the binding: its registrations write
 	// the queue data; 0 = none (an in-process caller: the record binds nothing).
 	channelID uint64
@@ -217,6 +234,18 @@ func (rec *liveBroker) rank(ip netip.Addr, addr string) int {
 // holder: one from the advertised host (an IP literal) replaces one from
 // elsewhere, and one from the address the binding was first registered from
 // replaces one from a third address.
+//
+// # Master epochs (controller mode)
+//
+// A broker in controller mode registers with its master epoch. When a registration
+// with an epoch meets a binding of its address, or of its name and id, that was
+// registered with a lower epoch, it takes the binding over (EpochTakeover), trusted or
+// not: the new master of an election registers id 0 at once, and the old holder's
+// address is freed with it, so the old master can come back as a slave under its own
+// id from the same address. A registration meeting a binding of a higher epoch is
+// refused with ErrStaleEpoch, trusted or not (also by its own binding registered
+// earlier with a higher epoch). Bindings without an epoch (fixed roles) are never
+// taken over by epoch, and a registration without one never takes over by epoch.
 type RouteTable struct {
 	opts RouteTableOptions
 	mu   struct {
@@ -278,9 +307,12 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	res := RegisterResult{DataVersion: wrapper.DataVersion}
-	if err := t.checkBindingLocked(req, from, now); err != nil {
+	took, held, err := t.checkBindingLocked(req, from, now)
+	if err != nil {
+		res.MasterEpoch = held
 		return res, err
 	}
+	res.EpochTakeover = took
 
 	prev := t.mu.live[addr]
 	if prev != nil && t.joinsLocked(prev, req, from, now) {
@@ -380,6 +412,7 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 		timeout:      timeout,
 		dataVersion:  wrapper.DataVersion,
 		haServerAddr: req.HAServerAddr,
+		epoch:        req.MasterEpoch,
 		channelID:    from.ChannelID,
 		ip:           from.IP,
 		origin:       origin,
@@ -389,16 +422,19 @@ func (t *RouteTable) RegisterBroker(req *protocol.RegisterBrokerRequestHeader, b
 	return res, nil
 }
 
-// masterAddrLocked fills in a slave's answer the address and HA address of
-// its group's master, if the master is registered.
+// masterAddrLocked fills in the answer the master epoch of the group's master
+// and, for a slave, its address and HA address, if the master is registered.
 func (t *RouteTable) masterAddrLocked(res *RegisterResult, g *brokerGroup, id int64) {
-	if id == MasterID || g == nil {
+	if g == nil {
 		return
 	}
 	if master, ok := g.addrs[MasterID]; ok {
 		if rec := t.mu.live[master]; rec != nil {
-			res.MasterAddr = master
-			res.HAServerAddr = rec.haServerAddr
+			res.MasterEpoch = rec.epoch
+			if id != MasterID {
+				res.MasterAddr = master
+				res.HAServerAddr = rec.haServerAddr
+			}
 		}
 	}
 }
@@ -408,7 +444,7 @@ func (t *RouteTable) masterAddrLocked(res *RegisterResult, g *brokerGroup, id in
 // repeats the binding, which another open connection holds, and does not
 // outrank the holder (see rank).
 func (t *RouteTable) joinsLocked(rec *liveBroker, req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) bool {
-	return !from.Trusted && from.ChannelID != 0 && rec.bound(now) &&
+	return !from.Trusted && from.ChannelID != 0 && rec.bound(now) && req.MasterEpoch <= rec.epoch &&
 		rec.sameBinding(req.ClusterName, req.BrokerName, req.BrokerID) &&
 		rec.channelID != from.ChannelID && t.open(rec.channelID) &&
 		rec.rank(from.IP, req.BrokerAddr) <= rec.rank(rec.ip, req.BrokerAddr)
@@ -436,15 +472,36 @@ func (t *RouteTable) bindingLocked(addr string) *liveBroker {
 // and would bind its address to another cluster, broker name or id, bind its
 // broker name and id to another address, or move its broker group to another
 // cluster, while the binding concerned is held (served or reserved, not
-// expired; registered on a connection).
-func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) error {
-	if from.Trusted {
-		return nil
+// expired; registered on a connection). A registration with a master epoch
+// takes over (took) a binding of its address or its name and id held with a
+// lower epoch, and is refused (ErrStaleEpoch, with the epoch held) by one held
+// with a higher epoch, trusted or not (see RouteTable).
+func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeader, from Registrant, now time.Time) (
+	took bool, held int32, err error) {
+	addr, name, id, epoch := req.BrokerAddr, req.BrokerName, req.BrokerID, req.MasterEpoch
+	// judge decides a registration that would change rec's binding of a.
+	judge := func(a string, rec *liveBroker) error {
+		switch {
+		case epoch > 0 && rec.epoch > epoch:
+			held = rec.epoch
+			return staleEpochError(a, rec, epoch)
+		case epoch > 0 && rec.epoch > 0 && epoch > rec.epoch:
+			took = true
+			return nil
+		case from.Trusted:
+			return nil
+		}
+		return takeoverError(a, rec, from)
 	}
-	addr, name, id := req.BrokerAddr, req.BrokerName, req.BrokerID
-	if rec := t.bindingLocked(addr); rec != nil && rec.bound(now) &&
-		!rec.sameBinding(req.ClusterName, name, id) {
-		return takeoverError(addr, rec, from)
+	if rec := t.bindingLocked(addr); rec != nil && rec.bound(now) {
+		switch {
+		case !rec.sameBinding(req.ClusterName, name, id):
+			if err := judge(addr, rec); err != nil {
+				return false, held, err
+			}
+		case epoch > 0 && rec.epoch > epoch: // this broker's own binding, of a newer epoch
+			return false, rec.epoch, staleEpochError(addr, rec, epoch)
+		}
 	}
 	other, ok := t.mu.reservedIDs[name][id]
 	g := t.mu.brokers[name]
@@ -455,22 +512,35 @@ func (t *RouteTable) checkBindingLocked(req *protocol.RegisterBrokerRequestHeade
 	}
 	if ok && other != addr {
 		if rec := t.bindingLocked(other); rec != nil && rec.bound(now) {
-			return takeoverError(other, rec, from)
+			if err := judge(other, rec); err != nil {
+				return false, held, err
+			}
 		}
+	}
+	if from.Trusted {
+		return took, 0, nil
 	}
 	if g != nil && g.cluster != req.ClusterName {
 		for _, a := range g.addrs {
 			if rec := t.mu.live[a]; rec != nil && rec.bound(now) {
-				return takeoverError(a, rec, from)
+				return false, 0, takeoverError(a, rec, from)
 			}
 		}
 	}
 	for _, a := range t.mu.reservedIDs[name] {
 		if rec := t.mu.reserved[a]; rec != nil && rec.bound(now) && rec.cluster != req.ClusterName {
-			return takeoverError(a, rec, from)
+			return false, 0, takeoverError(a, rec, from)
 		}
 	}
-	return nil
+	return took, 0, nil
+}
+
+// staleEpochError is the ErrStaleEpoch refusing a registration of epoch from rec's
+// binding of addr.
+func staleEpochError(addr string, rec *liveBroker, epoch int32) error {
+	return fmt.Errorf("%w: %s is bound to cluster %s, broker %s, id %d by a registration of master epoch %d; "+
+		"this registration's epoch %d is older (this broker was replaced: it must ask the controller for its role)",
+		ErrStaleEpoch, addr, rec.cluster, rec.brokerName, rec.brokerID, rec.epoch, epoch)
 }
 
 // takeoverError is the ErrTakeover refusing from a change of rec's binding of addr.

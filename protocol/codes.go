@@ -163,6 +163,10 @@ const (
 	ControllerGetReplicaInfo RequestCode = 1004 // CONTROLLER_GET_REPLICA_INFO
 	// ControllerGetMetadataInfo (CONTROLLER_GET_METADATA_INFO) reads a controller node's Raft status and every group.
 	ControllerGetMetadataInfo RequestCode = 1005 // CONTROLLER_GET_METADATA_INFO
+	// GetBrokerEpochCache (GET_BROKER_EPOCH_CACHE, RocketMQ 5 controller mode) returns a
+	// broker's epoch history and commit-log end ([BrokerEpochCache] body), which a slave
+	// compares with its own to find where their logs agree.
+	GetBrokerEpochCache RequestCode = 1007 // GET_BROKER_EPOCH_CACHE
 )
 
 // Known reports whether the code is one this package names (String then

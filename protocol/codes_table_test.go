@@ -90,6 +90,7 @@ var allRequestCodes = []struct {
 	{ControllerRegisterBroker, "CONTROLLER_REGISTER_BROKER", 1003},
 	{ControllerGetReplicaInfo, "CONTROLLER_GET_REPLICA_INFO", 1004},
 	{ControllerGetMetadataInfo, "CONTROLLER_GET_METADATA_INFO", 1005},
+	{GetBrokerEpochCache, "GET_BROKER_EPOCH_CACHE", 1007},
 }
 
 var allResponseCodes = []struct {

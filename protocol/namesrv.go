@@ -45,6 +45,7 @@ const (
 	regBodyCrc32              = "bodyCrc32"
 	regZoneName               = "__ZONE_NAME"
 	regMasterAddr             = "masterAddr"
+	regMasterEpoch            = "ferryMasterEpoch"
 )
 
 // RegisterBrokerRequestHeader is the header of REGISTER_BROKER (103), sent by
@@ -67,6 +68,11 @@ type RegisterBrokerRequestHeader struct {
 	Compressed             bool   // compressed: body uses Java's compressed form
 	BodyCrc32              int32  // bodyCrc32: masked CRC-32 of the body; 0 = don't check
 	ZoneName               string // __ZONE_NAME
+	// MasterEpoch (ferryMasterEpoch, Ferry's; written only when positive) is the master
+	// epoch of a broker in controller mode: a registration with a higher epoch takes over
+	// the name, id and address bindings of one with a lower epoch, and one with a lower
+	// epoch than the binding it meets is refused. 0: a fixed-role broker.
+	MasterEpoch int32
 }
 
 // EncodeExt implements Header. Like Java, it always writes compressed and
@@ -86,6 +92,9 @@ func (h *RegisterBrokerRequestHeader) EncodeExt(ext *remoting.Ext) {
 	ext.Set(regCompressed, fmtBool(h.Compressed))
 	ext.Set(regBodyCrc32, fmtInt32(h.BodyCrc32))
 	putStr(ext, regZoneName, h.ZoneName)
+	if h.MasterEpoch > 0 {
+		ext.Set(regMasterEpoch, fmtInt32(h.MasterEpoch))
+	}
 }
 
 // DecodeExt implements Header.
@@ -102,6 +111,10 @@ func (h *RegisterBrokerRequestHeader) DecodeExt(ext remoting.Ext) error {
 		Compressed:             r.boolean(regCompressed, false),
 		BodyCrc32:              r.int32(regBodyCrc32, false),
 		ZoneName:               r.str(regZoneName, false),
+		MasterEpoch:            r.int32(regMasterEpoch, false),
+	}
+	if h.MasterEpoch < 0 { // written only when positive
+		r.fail(regMasterEpoch, fmtInt32(h.MasterEpoch), ErrBadField)
 	}
 	return r.err
 }
@@ -112,12 +125,20 @@ func (h *RegisterBrokerRequestHeader) DecodeExt(ext remoting.Ext) error {
 type RegisterBrokerResponseHeader struct {
 	HAServerAddr string // haServerAddr: the master's HA address
 	MasterAddr   string // masterAddr: set for a slave whose master is alive
+	// MasterEpoch (ferryMasterEpoch, Ferry's; written only when positive) is the master
+	// epoch of the group's registered master (controller mode). A refusal because the
+	// registration's own epoch is stale carries it too (with SYSTEM_ERROR): the broker
+	// learns it was replaced.
+	MasterEpoch int32
 }
 
 // EncodeExt implements Header.
 func (h *RegisterBrokerResponseHeader) EncodeExt(ext *remoting.Ext) {
 	putStr(ext, regHAServerAddr, h.HAServerAddr)
 	putStr(ext, regMasterAddr, h.MasterAddr)
+	if h.MasterEpoch > 0 {
+		ext.Set(regMasterEpoch, fmtInt32(h.MasterEpoch))
+	}
 }
 
 // DecodeExt implements Header.
@@ -126,6 +147,10 @@ func (h *RegisterBrokerResponseHeader) DecodeExt(ext remoting.Ext) error {
 	*h = RegisterBrokerResponseHeader{
 		HAServerAddr: r.str(regHAServerAddr, false),
 		MasterAddr:   r.str(regMasterAddr, false),
+		MasterEpoch:  r.int32(regMasterEpoch, false),
+	}
+	if h.MasterEpoch < 0 { // written only when positive
+		r.fail(regMasterEpoch, fmtInt32(h.MasterEpoch), ErrBadField)
 	}
 	return r.err
 }

@@ -1,10 +1,14 @@
 package remoting
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
+	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -179,4 +183,90 @@ func idleConnMemory(b *testing.B, conns int, setup echoSetup) {
 	after, g1 := mem()
 	b.ReportMetric(float64(after-before)/float64(conns)/1024, "KiB/conn")
 	b.ReportMetric(float64(g1-g0)/float64(conns), "goroutines/conn")
+}
+
+// BenchmarkSmallBursts writes a burst of small echo requests in one write and waits for
+// all their responses, one burst at a time, on the plain, permissive-handoff and TLS
+// transports. The responses complete on different workers and so leave in separate
+// writes while the client has nothing to send: the pattern (a send answered, then a
+// server-initiated frame or the next response) that a server socket without TCP_NODELAY
+// stalls for a delayed acknowledgement. It reports bursts/s and the burst latency.
+func BenchmarkSmallBursts(b *testing.B) {
+	for _, burst := range []int{2, 4} {
+		for _, tr := range transportSetups(b) {
+			if tr.setup.plainViaStd {
+				continue
+			}
+			b.Run(tr.name+"/burst-"+strconv.Itoa(burst), func(b *testing.B) {
+				smallBursts(b, burst, tr.setup)
+			})
+		}
+	}
+}
+
+func smallBursts(b *testing.B, burst int, setup echoSetup) {
+	opts := DefaultServerOptions()
+	opts.TLS = setup.server
+	s, err := NewServer(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Handle(codeEcho, "", echo); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(ln); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	var conn net.Conn
+	if setup.client != nil {
+		conn, err = tls.Dial("tcp", s.Addr().String(), setup.client)
+	} else {
+		conn, err = net.Dial("tcp", s.Addr().String())
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	var frames []byte
+	for i := range burst {
+		frames = append(frames, smallEcho(b, int32(i+1))...)
+	}
+	br := bufio.NewReader(conn)
+	var head [4]byte
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := conn.Write(frames); err != nil {
+			b.Fatal(err)
+		}
+		for range burst {
+			if _, err := io.ReadFull(br, head[:]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := br.Discard(int(binary.BigEndian.Uint32(head[:]))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "bursts/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }

@@ -28,6 +28,11 @@
 // log line, nothing else affected), and shuts down by refusing new requests, draining the
 // ones in flight, then closing every connection.
 //
+// Every socket the server accepts, on any path (the reactor's listener, a TLS port's std
+// accept loop, a permissive port's handoff to the reactor), has TCP_NODELAY, so a small
+// response written right after another does not wait for the peer's delayed
+// acknowledgement; a socket where it cannot be set is served with a warning (nodelay.go).
+//
 // # TLS
 //
 // ServerOptions.TLS selects RocketMQ's tls.server.mode (ParseTLSMode reads its names):

@@ -20,21 +20,26 @@ import (
 // connection and keeps it open after the server closes it. This one accepts with
 // accept4(SOCK_NONBLOCK|SOCK_CLOEXEC) through the duplicate's RawConn, which also keeps
 // its descriptor number from being reused while an accept runs, and closes each
-// descriptor exactly once.
+// descriptor exactly once. It sets TCP_NODELAY on each socket it accepts (netpoll sets it
+// only on connections its own listener accepted; see nodelay.go).
 type reactorListener struct {
 	ln   net.Listener    // the caller's listener, closed with the duplicate
 	file *os.File        // the duplicate the reactor polls
 	rc   syscall.RawConn // file's, for accepting
 	fd   int
 	addr net.Addr
+	// noDelayFailed (never nil) is told about an accepted socket whose TCP_NODELAY could
+	// not be set; the socket is served anyway.
+	noDelayFailed func(remote net.Addr, err error)
 
 	once     sync.Once
 	closeErr error
 }
 
 // newReactorListener wraps ln for the reactor. It reports false, doing nothing, when ln
-// is not a *net.TCPListener (netpoll's own conversion then serves it).
-func newReactorListener(ln net.Listener) (*reactorListener, bool, error) {
+// is not a *net.TCPListener (netpoll's own conversion then serves it). noDelayFailed is
+// called (on the reactor's poller) for a socket whose TCP_NODELAY could not be set.
+func newReactorListener(ln net.Listener, noDelayFailed func(net.Addr, error)) (*reactorListener, bool, error) {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
 		return nil, false, nil
@@ -53,7 +58,7 @@ func newReactorListener(ln net.Listener) (*reactorListener, bool, error) {
 		_ = f.Close()
 		return nil, true, fmt.Errorf("remoting: reactor listener: %w", err)
 	}
-	return &reactorListener{ln: ln, file: f, rc: rc, fd: fd, addr: ln.Addr()}, true, nil
+	return &reactorListener{ln: ln, file: f, rc: rc, fd: fd, addr: ln.Addr(), noDelayFailed: noDelayFailed}, true, nil
 }
 
 // Accept implements net.Listener for netpoll, which calls it on its poller when the
@@ -73,7 +78,11 @@ func (l *reactorListener) Accept() (net.Conn, error) {
 	}
 	switch {
 	case aerr == nil:
-		return &handoffConn{fd: nfd, local: local, remote: sockaddrAddr(sa)}, nil
+		hc := &handoffConn{fd: nfd, local: local, remote: sockaddrAddr(sa)}
+		if err := setNoDelayFD(nfd); err != nil {
+			l.noDelayFailed(hc.remote, err)
+		}
+		return hc, nil
 	case errors.Is(aerr, syscall.EAGAIN), errors.Is(aerr, syscall.EINTR), errors.Is(aerr, syscall.ECONNABORTED):
 		return nil, nil // nothing now; a pending connection keeps the socket readable
 	default:
@@ -93,6 +102,14 @@ func (l *reactorListener) Addr() net.Addr { return l.addr }
 
 // Fd implements netpoll.Listener: the descriptor netpoll polls for readability.
 func (l *reactorListener) Fd() int { return l.fd }
+
+// setNoDelayFD turns Nagle's algorithm off on the TCP socket fd.
+func setNoDelayFD(fd int) error {
+	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
+		return fmt.Errorf("remoting: setting TCP_NODELAY: %w", err)
+	}
+	return nil
+}
 
 // sockaddrAddr converts an accepted peer's address.
 func sockaddrAddr(sa syscall.Sockaddr) net.Addr {

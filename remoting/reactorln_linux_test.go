@@ -20,7 +20,8 @@ import (
 func TestReactorListener(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	rl, ok, err := newReactorListener(ln)
+	var noDelayErrs []error
+	rl, ok, err := newReactorListener(ln, func(_ net.Addr, err error) { noDelayErrs = append(noDelayErrs, err) })
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, ln.Addr(), rl.Addr())
@@ -49,6 +50,8 @@ func TestReactorListener(t *testing.T) {
 	flFlags, err := fcntl(hc.fd, syscall.F_GETFL)
 	require.NoError(t, err)
 	require.NotZero(t, flFlags&syscall.O_NONBLOCK, "non-blocking")
+	require.True(t, fdNoDelay(t, hc.fd), "TCP_NODELAY: netpoll sets it only on what its own listener accepts")
+	require.Empty(t, noDelayErrs)
 	require.NoError(t, hc.Close())
 
 	dup := rl.fd
@@ -66,6 +69,18 @@ func TestReactorListener(t *testing.T) {
 	}
 	_, err = rl.Accept()
 	require.True(t, errors.Is(err, net.ErrClosed), "accepting after Close: %v", err)
+}
+
+// Setting TCP_NODELAY on something that is not a TCP socket fails, wrapped, rather than
+// being ignored.
+func TestSetNoDelayFDReportsFailure(t *testing.T) {
+	var p [2]int
+	require.NoError(t, syscall.Pipe(p[:]))
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	err := setNoDelayFD(p[0])
+	require.ErrorIs(t, err, syscall.ENOTSOCK)
+	require.ErrorContains(t, err, "TCP_NODELAY")
 }
 
 func fcntl(fd, cmd int) (int, error) {

@@ -7,8 +7,11 @@ import "net"
 // reactorListener is not available here: netpoll's own conversion serves listeners.
 type reactorListener struct{ net.Listener }
 
-// newReactorListener reports false: netpoll.ConvertListener serves ln.
-func newReactorListener(net.Listener) (*reactorListener, bool, error) { return nil, false, nil }
+// newReactorListener reports false: netpoll.ConvertListener serves ln (and its own
+// listener sets TCP_NODELAY on what it accepts).
+func newReactorListener(net.Listener, func(net.Addr, error)) (*reactorListener, bool, error) {
+	return nil, false, nil
+}
 
 // Fd is never called (no reactorListener is made on this platform).
 func (l *reactorListener) Fd() int { return -1 }

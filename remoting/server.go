@@ -159,10 +159,11 @@ type Server struct {
 	started  atomic.Bool
 	nextID   atomic.Uint64
 
-	reqBytes   atomic.Int64    // request-frame bytes held (see server_read.go)
-	connLimit  int64           // effective MaxConnRequestBytes
-	totalLimit int64           // effective MaxRequestBytes
-	refused    logging.Sampler // the warning for refused frames
+	reqBytes    atomic.Int64    // request-frame bytes held (see server_read.go)
+	connLimit   int64           // effective MaxConnRequestBytes
+	totalLimit  int64           // effective MaxRequestBytes
+	refused     logging.Sampler // the warning for refused frames
+	noDelayWarn logging.Sampler // the warning for sockets without TCP_NODELAY (nodelay.go)
 
 	// TLS (server_std.go); all zero in TLSDisabled mode.
 	tlsMode     TLSMode
@@ -286,7 +287,7 @@ func (s *Server) Start(ln net.Listener) error {
 	}
 	var ownLn *reactorListener // our wrapper of a plain TCP listener (reactorln_linux.go)
 	if reactorLn == ln {
-		rl, ok, err := newReactorListener(ln)
+		rl, ok, err := newReactorListener(ln, s.noDelayFailed)
 		if err != nil {
 			return err
 		}

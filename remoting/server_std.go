@@ -116,6 +116,9 @@ func (s *Server) closeRaw() {
 // mode straight to the handshake. Routing and handshake together are bounded by the
 // handshake timeout.
 func (s *Server) serveNew(raw net.Conn) {
+	if err := setNoDelay(raw); err != nil { // a plain socket handed to the reactor keeps it
+		s.noDelayFailed(raw.RemoteAddr(), err)
+	}
 	_ = raw.SetDeadline(time.Now().Add(s.handshake))
 	nc := raw
 	if s.tlsMode == TLSPermissive {

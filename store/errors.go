@@ -19,4 +19,13 @@ var (
 	// ErrDamaged means the stored record fails its checks (body CRC): the disk altered it
 	// after it was written. It is not served.
 	ErrDamaged = errors.New("store: stored message is damaged")
+	// ErrInUse means another process (or another Store in this one) has the data
+	// directory open: Open and Truncate refuse it. The error also matches mmap.ErrLocked.
+	ErrInUse = errors.New("store: data directory is in use")
+	// ErrTruncateOutOfRange means Truncate was given an offset beyond the end of the
+	// commit log or below its first segment.
+	ErrTruncateOutOfRange = errors.New("store: truncation offset outside the commit log")
+	// ErrTruncateNotBoundary means Truncate was given an offset inside a record (or
+	// inside a quarantined range): the log can only be cut where a record starts.
+	ErrTruncateNotBoundary = errors.New("store: truncation offset is not a record boundary")
 )

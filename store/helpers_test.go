@@ -18,7 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testkit.RunChildRole(map[string]func([]string){"crash": crashChild, "recover": recoverChild})
+	testkit.RunChildRole(map[string]func([]string){"crash": crashChild, "recover": recoverChild, "truncate": truncateChild})
 	goleak.VerifyTestMain(m)
 }
 

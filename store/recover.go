@@ -220,6 +220,13 @@ func (s *Store) rebuildPlan(dispatchFrom, logMin, end int64) rebuild {
 	if err != nil {
 		s.log.Warn().Err(err).Msg("ignoring the queue table")
 	}
+	for topic, before := range table.Deleted {
+		// A tombstone past the log's end (the log lost its unflushed tail in a crash, or
+		// was truncated) would hide the records a re-created topic writes there.
+		if before > end {
+			table.Deleted[topic] = end
+		}
+	}
 	if len(table.Deleted) > 0 {
 		s.tombs.Store(&table.Deleted)
 	}

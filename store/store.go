@@ -33,6 +33,7 @@ import (
 	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/index"
 	"github.com/ferrymq/ferry/internal/logging"
+	"github.com/ferrymq/ferry/internal/mmap"
 )
 
 // Store is the message store the broker uses.
@@ -104,7 +105,10 @@ func Open(opts Options) (*Store, error) {
 	// recover (truncate, delete) under the first one's feet.
 	unlock, err := opts.FS.Lock(opts.lockPath())
 	if err != nil {
-		return nil, fmt.Errorf("store: data directory %s is in use: %w", opts.Dir, err)
+		if errors.Is(err, mmap.ErrLocked) {
+			return nil, fmt.Errorf("%w (%s): %w", ErrInUse, opts.Dir, err)
+		}
+		return nil, fmt.Errorf("store: lock data directory %s: %w", opts.Dir, err)
 	}
 	s.unlock = unlock
 	if err := s.openParts(); err != nil {
