@@ -96,6 +96,7 @@ func TestRunConfigModes(t *testing.T) {
 		"namesrv":    {"namesrv.", "log."},
 		"broker":     {"broker.", "log.", "console."},
 		"standalone": {""},
+		"controller": {"controller.", "log."},
 	} {
 		_, rows := configRows(t, "config", mode)
 		var keys []string
@@ -108,7 +109,7 @@ func TestRunConfigModes(t *testing.T) {
 	require.Len(t, rows, len(conf.Keys()), "no mode shows every key")
 
 	for args, want := range map[string]string{
-		"config nope":           `config takes namesrv, broker or standalone, not "nope"`,
+		"config nope":           `config takes namesrv, broker, standalone or controller, not "nope"`,
 		"config broker namesrv": `unexpected argument "namesrv"`,
 		"broker --json":         "unknown flag: --json",
 	} {
