@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress e2e-console
 
 all: build test
 
@@ -88,3 +88,17 @@ cluster-test:
 HA_ROUNDS ?= 20
 ha-stress:
 	FERRY_HA_STRESS=$(HA_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestSyncMasterKillLosesNothing$$' -v ./interop/
+
+## e2e-console: the web console (package console) in a real headless browser: Debian's
+## chromium (installed with apt-get when missing) driven by chromedp, which the build tag
+## e2e keeps out of `go test ./...`. It runs the console's acceptance list and saves
+## screenshots of the main pages to docs/images/ (shown in docs/console.md); not part of
+## `make test`. FERRY_CHROMIUM names another browser binary.
+e2e-console:
+	@if [ -z "$$FERRY_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		echo "installing chromium (Debian package)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	fi
+	mkdir -p docs/images
+	FERRY_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/images $(GO) test -tags e2e -count=1 -run '^TestConsoleInBrowser$$' -v ./console/

@@ -145,6 +145,13 @@ func Rules() []Rule {
 		admin(c(protocol.GetConsumerRunningInfo), "GET_CONSUMER_RUNNING_INFO", true),
 		admin(c(protocol.GetAllTopicListFromNameServer), "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", true),
 		admin(c(protocol.GetBrokerEpochCache), "GET_BROKER_EPOCH_CACHE", true),
+		// The controller (controller.aclEnable): every request of brokers and tools.
+		admin(c(protocol.BrokerHeartbeat), "BROKER_HEARTBEAT", true),
+		admin(c(protocol.ControllerAlterSyncStateSet), "CONTROLLER_ALTER_SYNC_STATE_SET", true),
+		admin(c(protocol.ControllerElectMaster), "CONTROLLER_ELECT_MASTER", true),
+		admin(c(protocol.ControllerRegisterBroker), "CONTROLLER_REGISTER_BROKER", true),
+		admin(c(protocol.ControllerGetReplicaInfo), "CONTROLLER_GET_REPLICA_INFO", true),
+		admin(c(protocol.ControllerGetMetadataInfo), "CONTROLLER_GET_METADATA_INFO", true),
 	}
 }
 

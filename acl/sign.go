@@ -2,6 +2,10 @@ package acl
 
 import "github.com/ferrymq/ferry/acl/sign"
 
+// Credentials are an account's keys as a client holds them (sign.Credentials): what the
+// broker signs its requests to name servers and controllers with.
+type Credentials = sign.Credentials
+
 // Field is one ext field of a request (sign.Field, which is remoting.ExtField), so a
 // remoting.Ext can be passed as a []Field without copying.
 type Field = sign.Field

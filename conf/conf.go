@@ -8,8 +8,8 @@
 //
 // # Keys
 //
-// A key is the dotted YAML path of a setting, with three top-level sections
-// matching the modes of the ferry command (namesrv, broker, standalone):
+// A key is the dotted YAML path of a setting, with top-level sections matching the
+// modes of the ferry command (namesrv, broker, standalone, controller):
 //
 //	namesrv:          # NameServerConfig
 //	  listen: 127.0.0.1:9876
@@ -17,6 +17,8 @@
 //	  brokerName: broker-a
 //	  workers:
 //	    send: 16
+//	controller:       # ControllerConfig
+//	  nodeId: n0
 //	log:              # LogConfig
 //	  level: info
 //
@@ -65,15 +67,20 @@ func invalid(key, format string, args ...any) error {
 }
 
 // Config is the whole configuration of the ferry command. The namesrv mode
-// uses NameServer and Log, the broker mode Broker and Log, and the standalone
-// mode (name server and broker in one process) all three.
+// uses NameServer and Log, the broker mode Broker and Log, the standalone
+// mode (name server and broker in one process) those three, and the controller
+// mode Controller and Log.
 type Config struct {
 	// NameServer is the "namesrv" section.
 	NameServer NameServerConfig `mapstructure:"namesrv"`
 	// Broker is the "broker" section.
 	Broker BrokerConfig `mapstructure:"broker"`
+	// Controller is the "controller" section.
+	Controller ControllerConfig `mapstructure:"controller"`
 	// Log is the "log" section.
 	Log LogConfig `mapstructure:"log"`
+	// Console is the "console" section (the web console of ferry broker and standalone).
+	Console ConsoleConfig `mapstructure:"console"`
 }
 
 // DefaultConfig returns the documented defaults of every section. They
@@ -84,7 +91,9 @@ func DefaultConfig() Config {
 	return Config{
 		NameServer: DefaultNameServerConfig(),
 		Broker:     DefaultBrokerConfig(),
+		Controller: DefaultControllerConfig(),
 		Log:        DefaultLogConfig(),
+		Console:    DefaultConsoleConfig(),
 	}
 }
 
@@ -97,8 +106,17 @@ func (c Config) Validate() error {
 	if err := c.Broker.Validate(); err != nil {
 		return err
 	}
+	if err := c.Controller.Validate(); err != nil {
+		return err
+	}
 	if err := c.Log.Validate(); err != nil {
 		return err
+	}
+	if err := c.Console.Validate(); err != nil {
+		return err
+	}
+	if c.Console.ACLAccounts && c.Broker.ACLFile == "" {
+		return invalid("console.aclAccounts", "needs broker.aclFile, the accounts file to read")
 	}
 	// A broker that re-registers less often than the name server expires it
 	// would flap in and out of the route table.

@@ -25,12 +25,16 @@ const (
 	// FlagLogLevel is --log-level: log.level.
 	FlagLogLevel = "log-level"
 	// FlagHTTPListen is --http-listen: broker.httpListen, or namesrv.httpListen
-	// when the server loaded is the name server (LoadOptions.Server "namesrv").
+	// when the server loaded is the name server (LoadOptions.Server "namesrv"),
+	// controller.httpListen for the controller ("controller").
 	FlagHTTPListen = "http-listen"
 )
 
 // ServerNamesrv is LoadOptions.Server for `ferry namesrv`.
 const ServerNamesrv = "namesrv"
+
+// ServerController is LoadOptions.Server for `ferry controller`.
+const ServerController = "controller"
 
 // flagBinding ties a flag to the key it sets.
 type flagBinding struct {
@@ -40,8 +44,11 @@ type flagBinding struct {
 // flagBindings are the flags and their keys when server (LoadOptions.Server) runs.
 func flagBindings(server string) []flagBinding {
 	httpKey := "broker.httpListen"
-	if server == ServerNamesrv {
+	switch server {
+	case ServerNamesrv:
 		httpKey = "namesrv.httpListen"
+	case ServerController:
+		httpKey = "controller.httpListen"
 	}
 	return []flagBinding{
 		{FlagDataDir, "broker.dataDir"},
@@ -61,7 +68,8 @@ func flagBindings(server string) []flagBinding {
 //	--broker-listen   broker.listen
 //	--namesrv-addr    broker.namesrvAddrs
 //	--log-level       log.level
-//	--http-listen     broker.httpListen (namesrv.httpListen for ferry namesrv)
+//	--http-listen     broker.httpListen (namesrv.httpListen for ferry namesrv,
+//	                  controller.httpListen for ferry controller)
 func FlagKeys() map[string]string {
 	m := map[string]string{}
 	for _, b := range flagBindings("") {
@@ -84,5 +92,5 @@ func BindFlags(fs *pflag.FlagSet) {
 		"name server addresses the broker registers with, separated by ',' or ';' (broker.namesrvAddrs)")
 	fs.String(FlagLogLevel, d.Log.Level, "log level: "+strings.Join(logging.LevelNames[:], ", ")+" (log.level)")
 	fs.String(FlagHTTPListen, "",
-		"HTTP address of /healthz and /readyz, empty = off; standalone default 127.0.0.1:9880 (broker.httpListen; namesrv.httpListen for ferry namesrv)")
+		"HTTP address of /healthz and /readyz, empty = off; standalone default 127.0.0.1:9880 (broker.httpListen; namesrv.httpListen for ferry namesrv, controller.httpListen for ferry controller)")
 }

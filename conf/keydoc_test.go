@@ -33,7 +33,7 @@ func TestFieldCommentsStateTheTableDefault(t *testing.T) {
 	defaultInDoc := regexp.MustCompile(`Default (\[?"[^"]*"\]?|[^\s.,;(]+(?:\.\d+[^\s.,;(]*)?)`)
 	fset := token.NewFileSet()
 	docs := map[string]string{} // struct.field -> doc
-	for _, file := range []string{"conf.go", "broker.go", "namesrv.go"} {
+	for _, file := range []string{"conf.go", "broker.go", "namesrv.go", "console.go", "controller.go"} {
 		f, err := parser.ParseFile(fset, file, nil, parser.ParseComments)
 		require.NoError(t, err)
 		ast.Inspect(f, func(n ast.Node) bool {

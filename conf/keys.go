@@ -72,7 +72,7 @@ type Key struct {
 	index []int // of the field in Config
 }
 
-// Section is the key's first part: "broker", "namesrv" or "log".
+// Section is the key's first part: "broker", "namesrv", "log" or "console".
 func (k Key) Section() string {
 	s, _, _ := strings.Cut(k.Name, ".")
 	return s

@@ -36,9 +36,10 @@ type LoadOptions struct {
 	// flags that were explicitly set override other sources. Nil means no
 	// flags.
 	Flags *pflag.FlagSet
-	// Server is the server the command runs ("namesrv", "broker", "standalone"); it
-	// decides the key of the flags that depend on it: --http-listen sets
-	// namesrv.httpListen for "namesrv", broker.httpListen otherwise.
+	// Server is the server the command runs ("namesrv", "broker", "standalone",
+	// "controller"); it decides the key of the flags that depend on it: --http-listen
+	// sets namesrv.httpListen for "namesrv", controller.httpListen for "controller",
+	// broker.httpListen otherwise.
 	Server string
 }
 

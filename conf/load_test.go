@@ -331,7 +331,7 @@ func TestEnvVarName(t *testing.T) {
 func readSources(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, f := range []string{"conf.go", "namesrv.go", "broker.go"} {
+	for _, f := range []string{"conf.go", "namesrv.go", "broker.go", "console.go", "controller.go"} {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		// Join wrapped comment lines so "env\n\t// FERRY_X" still matches.

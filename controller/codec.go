@@ -11,32 +11,38 @@ import (
 // varints (encoding/binary: zig-zag for signed, plain for counts and lengths, written
 // "uv"); a string is uv length then bytes; a bool is one byte 0 or 1.
 //
-// Command, version 1:
+// Command, version 2 (what EncodeCommand writes):
 //
-//	version  byte = 1
+//	version  byte = 2
 //	kind     byte (1 register, 2 elect, 3 alter SyncStateSet)
 //	group    string
 //	brokerID varint
 //	addr     string
+//	haAddr   string
 //	alive    uv count, then per replica: id varint, epoch varint, offset varint
 //	unclean  bool
 //	masterEpoch, syncStateSetEpoch varint
 //	set      uv count, then ids varint
 //
-// Snapshot, version 1 (groups sorted by name, members by id):
+// Command version 1 is version 2 without haAddr (read as empty); logs written before
+// members had HA addresses still replay.
 //
-//	version  byte = 1
+// Snapshot, version 2 (groups sorted by name, members by id):
+//
+//	version  byte = 2
 //	groups   uv count, then per group:
 //	  name string, nextID varint, master varint, masterEpoch varint,
 //	  syncStateSetEpoch varint,
-//	  members uv count, then id varint, addr string
+//	  members uv count, then id varint, addr string, haAddr string
 //	  set     uv count, then ids varint
+//
+// Snapshot version 1 is version 2 without the members' haAddr.
 //
 // A decoder refuses an unknown version, trailing bytes, strings over maxString bytes and
 // lists over maxList entries.
 const (
-	commandVersion  = 1
-	snapshotVersion = 1
+	commandVersion  = 2
+	snapshotVersion = 2
 	maxString       = 1 << 12
 	maxList         = 1 << 12
 )
@@ -166,7 +172,7 @@ func (d *decoder) end() {
 	}
 }
 
-// EncodeCommand returns c's version-1 encoding.
+// EncodeCommand returns c's version-2 encoding.
 func EncodeCommand(c Command) []byte {
 	e := encoder{b: make([]byte, 0, 64)}
 	e.byte(commandVersion)
@@ -174,6 +180,7 @@ func EncodeCommand(c Command) []byte {
 	e.str(c.Group)
 	e.int(c.BrokerID)
 	e.str(c.Addr)
+	e.str(c.HAAddr)
 	e.uint(uint64(len(c.Alive)))
 	for _, r := range c.Alive {
 		e.int(r.ID)
@@ -187,11 +194,13 @@ func EncodeCommand(c Command) []byte {
 	return e.b
 }
 
-// DecodeCommand decodes an EncodeCommand encoding; errors wrap ErrBadCommand.
+// DecodeCommand decodes an EncodeCommand encoding, or a version-1 one; errors wrap
+// ErrBadCommand.
 func DecodeCommand(b []byte) (Command, error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != commandVersion {
-		d.fail("command version %d", v)
+	version := d.byte()
+	if d.err == nil && version != 1 && version != commandVersion {
+		d.fail("command version %d", version)
 	}
 	var c Command
 	c.Kind = Kind(d.byte())
@@ -201,6 +210,9 @@ func DecodeCommand(b []byte) (Command, error) {
 	c.Group = d.str()
 	c.BrokerID = d.int()
 	c.Addr = d.str()
+	if version >= 2 {
+		c.HAAddr = d.str()
+	}
 	if n := d.count(maxList); n > 0 {
 		c.Alive = make([]Replica, 0, min(n, len(d.b)))
 		for range n {
@@ -218,7 +230,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	return c, nil
 }
 
-// Snapshot returns the whole state in the version-1 snapshot layout.
+// Snapshot returns the whole state in the version-2 snapshot layout.
 func (m *Machine) Snapshot() []byte {
 	e := encoder{}
 	e.byte(snapshotVersion)
@@ -233,29 +245,38 @@ func (m *Machine) Snapshot() []byte {
 		e.uint(uint64(len(g.Members)))
 		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
 			e.int(id)
-			e.str(g.Members[id])
+			e.str(g.Members[id].Addr)
+			e.str(g.Members[id].HAAddr)
 		}
 		e.ids(g.SyncStateSet)
 	}
 	return e.b
 }
 
-// Restore replaces the whole state with a Snapshot encoding. On error (wrapping
-// ErrBadCommand) the machine is unchanged.
+// Restore replaces the whole state with a Snapshot encoding (or a version-1 one). On
+// error (wrapping ErrBadCommand) the machine is unchanged.
 func (m *Machine) Restore(b []byte) error {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != snapshotVersion {
-		d.fail("snapshot version %d", v)
+	version := d.byte()
+	if d.err == nil && version != 1 && version != snapshotVersion {
+		d.fail("snapshot version %d", version)
 	}
 	groups := make(map[string]*Group)
 	n := d.count(1 << 20)
 	for i := 0; i < n && d.err == nil; i++ {
 		g := &Group{Name: d.str(), NextID: d.int(), Master: d.int(), MasterEpoch: d.int32(),
-			SyncStateSetEpoch: d.int32(), Members: make(map[int64]string)}
+			SyncStateSetEpoch: d.int32(), Members: make(map[int64]Member)}
 		members := d.count(maxList)
 		for range members {
 			id := d.int()
-			g.Members[id] = d.str()
+			mb := Member{Addr: d.str()}
+			if version >= 2 {
+				mb.HAAddr = d.str()
+			}
+			if _, dup := g.Members[id]; dup && d.err == nil {
+				d.fail("member %d twice", id)
+			}
+			g.Members[id] = mb
 		}
 		g.SyncStateSet = d.ids()
 		if d.err == nil {

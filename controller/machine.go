@@ -47,8 +47,8 @@ const NoBroker int64 = 0
 type Group struct {
 	// Name is the broker group's name (brokerName).
 	Name string
-	// Members maps each assigned broker id to the broker's address.
-	Members map[int64]string
+	// Members maps each assigned broker id to the broker's addresses.
+	Members map[int64]Member
 	// NextID is the id the next new broker will be assigned.
 	NextID int64
 	// Master is the master's broker id, NoBroker when the group has none.
@@ -60,6 +60,15 @@ type Group struct {
 	SyncStateSet []int64
 	// SyncStateSetEpoch is bumped by every change of the SyncStateSet.
 	SyncStateSetEpoch int32
+}
+
+// Member is one broker of a group as registered.
+type Member struct {
+	// Addr is the broker's advertised remoting address, host:port.
+	Addr string
+	// HAAddr is the address of the broker's HA listener (replication), host:port; empty
+	// when the broker did not report one.
+	HAAddr string
 }
 
 // clone returns a deep copy.
@@ -113,8 +122,9 @@ type Command struct {
 	// assigned one); for KindElect, the designated broker (NoBroker: the policy
 	// chooses); for KindAlterSyncStateSet, the requesting master.
 	BrokerID int64
-	// Addr is the registering broker's address (KindRegister).
-	Addr string
+	// Addr and HAAddr are the registering broker's remoting and HA addresses
+	// (KindRegister).
+	Addr, HAAddr string
 	// Alive lists the brokers alive when the election was proposed, with their reported
 	// epochs and offsets (KindElect).
 	Alive []Replica
@@ -166,6 +176,18 @@ func (m *Machine) Groups() []Group {
 	return out
 }
 
+// DryRun returns what Apply would return for c, changing nothing: the Raft leader asks
+// before it proposes an election, so that a check finding nothing to do costs no log
+// entry.
+func (m *Machine) DryRun(c Command) Result {
+	tmp := NewMachine()
+	if g, ok := m.groups[c.Group]; ok {
+		cl := g.clone()
+		tmp.groups[c.Group] = &cl
+	}
+	return tmp.Apply(c)
+}
+
 // Apply applies one command.
 func (m *Machine) Apply(c Command) Result {
 	var r Result
@@ -185,10 +207,12 @@ func (m *Machine) Apply(c Command) Result {
 	return r
 }
 
-// register adds a broker or updates a known broker's address. A broker without an id
-// whose address is already a member's gets that member's id back (a retried request).
+// register adds a broker or updates a known broker's addresses. A broker without an id
+// whose address is already a member's gets that member's id back (a retried request, or
+// a broker that lost its id file), its HA address updated.
 func (m *Machine) register(c Command) Result {
 	g, ok := m.groups[c.Group]
+	want := Member{Addr: c.Addr, HAAddr: c.HAAddr}
 	if c.BrokerID != NoBroker {
 		if !ok {
 			return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
@@ -197,29 +221,33 @@ func (m *Machine) register(c Command) Result {
 		if !member {
 			return Result{Err: fmt.Errorf("%w: %d in %q", ErrUnknownBroker, c.BrokerID, c.Group)}
 		}
-		if old == c.Addr {
+		if old == want {
 			return Result{BrokerID: c.BrokerID}
 		}
-		for id, addr := range g.Members {
-			if addr == c.Addr && id != c.BrokerID {
+		for id, mb := range g.Members {
+			if mb.Addr == c.Addr && id != c.BrokerID {
 				return Result{Err: fmt.Errorf("%w: %s is broker %d", ErrAddressInUse, c.Addr, id)}
 			}
 		}
-		g.Members[c.BrokerID] = c.Addr
+		g.Members[c.BrokerID] = want
 		return Result{BrokerID: c.BrokerID, Changed: true}
 	}
 	if !ok {
-		g = &Group{Name: c.Group, Members: make(map[int64]string), NextID: 1}
+		g = &Group{Name: c.Group, Members: make(map[int64]Member), NextID: 1}
 		m.groups[c.Group] = g
 	}
-	for id, addr := range g.Members {
-		if addr == c.Addr {
-			return Result{BrokerID: id}
+	for id, mb := range g.Members {
+		if mb.Addr == c.Addr {
+			if mb == want {
+				return Result{BrokerID: id}
+			}
+			g.Members[id] = want
+			return Result{BrokerID: id, Changed: true}
 		}
 	}
 	id := g.NextID
 	g.NextID++
-	g.Members[id] = c.Addr
+	g.Members[id] = want
 	return Result{BrokerID: id, Changed: true}
 }
 

@@ -24,7 +24,7 @@ import (
 //
 // separated by blank lines; '#' lines between blocks are comments. Commands:
 //
-//	register group=G addr=A [id=N]
+//	register group=G addr=A [ha=H] [id=N]
 //	elect group=G alive=ID:EPOCH:OFFSET,... [unclean] [prefer=N]
 //	alter group=G master=N epoch=E setEpoch=S set=ID,...
 //	state
@@ -77,7 +77,7 @@ func runCommand(t *testing.T, m *Machine, line string) string {
 	case "state":
 		return printState(m)
 	case "register":
-		c = Command{Kind: KindRegister, Group: args["group"], Addr: args["addr"], BrokerID: num("id")}
+		c = Command{Kind: KindRegister, Group: args["group"], Addr: args["addr"], HAAddr: args["ha"], BrokerID: num("id")}
 	case "elect":
 		c = Command{Kind: KindElect, Group: args["group"], BrokerID: num("prefer")}
 		_, c.Unclean = args["unclean"]
@@ -144,7 +144,12 @@ func printState(m *Machine) string {
 func printGroup(g Group) string {
 	var members []string
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
-		members = append(members, fmt.Sprintf("%d=%s", id, g.Members[id]))
+		mb := g.Members[id]
+		if mb.HAAddr == "" {
+			members = append(members, fmt.Sprintf("%d=%s", id, mb.Addr))
+		} else {
+			members = append(members, fmt.Sprintf("%d=%s/ha=%s", id, mb.Addr, mb.HAAddr))
+		}
 	}
 	return fmt.Sprintf("%s: master=%d epoch=%d set=%v setEpoch=%d members=[%s] next=%d",
 		g.Name, g.Master, g.MasterEpoch, g.SyncStateSet, g.SyncStateSetEpoch, strings.Join(members, " "), g.NextID)
@@ -160,7 +165,8 @@ func TestDecodeCommandRefuses(t *testing.T) {
 	good := EncodeCommand(Command{Kind: KindRegister, Group: "g", Addr: "a:1"})
 	for name, b := range map[string][]byte{
 		"empty":     nil,
-		"version":   append([]byte{2}, good[1:]...),
+		"version":   append([]byte{3}, good[1:]...),
+		"version 0": append([]byte{0}, good[1:]...),
 		"kind":      append([]byte{1, 7}, good[2:]...),
 		"truncated": good[:len(good)-1],
 		"trailing":  append(slices.Clone(good), 0),
@@ -181,7 +187,25 @@ func TestRestoreRefusesBrokenSnapshot(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"truncated": snap[:len(snap)-1],
 		"version":   append([]byte{9}, snap[1:]...),
-		"trailing":  append(slices.Clone(snap), 0),
+		"dup member": func() []byte {
+			e := encoder{}
+			e.byte(snapshotVersion)
+			e.uint(1)
+			e.str("g")
+			e.int(3)
+			e.int(NoBroker)
+			e.int(0)
+			e.int(0)
+			e.uint(2)
+			for range 2 {
+				e.int(1)
+				e.str("a:1")
+				e.str("")
+			}
+			e.ids(nil)
+			return e.b
+		}(),
+		"trailing": append(slices.Clone(snap), 0),
 	} {
 		err := other.Restore(b)
 		require.ErrorIs(t, err, ErrBadCommand, name)
@@ -189,12 +213,110 @@ func TestRestoreRefusesBrokenSnapshot(t *testing.T) {
 	}
 	// A snapshot whose master is outside its SyncStateSet breaks an invariant.
 	bad := &Machine{groups: map[string]*Group{"g": {Name: "g", NextID: 2, Master: 1, MasterEpoch: 1,
-		Members: map[int64]string{1: "a:1"}}}}
+		Members: map[int64]Member{1: {Addr: "a:1"}}}}}
 	require.True(t, errors.Is(other.Restore(bad.Snapshot()), ErrBadCommand))
 }
 
+// encodeCommandV1 writes c in the version-1 layout (no HA address), as nodes did before
+// members had one.
+func encodeCommandV1(c Command) []byte {
+	b := EncodeCommand(Command{Kind: c.Kind, Group: c.Group, BrokerID: c.BrokerID, Addr: c.Addr,
+		Alive: c.Alive, Unclean: c.Unclean, MasterEpoch: c.MasterEpoch,
+		SyncStateSetEpoch: c.SyncStateSetEpoch, SyncStateSet: c.SyncStateSet})
+	// Version 2 with an empty haAddr has one zero length byte after addr: drop it.
+	d := decoder{b: b[2:]}
+	d.str()
+	d.int()
+	d.str()
+	at := len(b) - len(d.b)
+	out := append([]byte{1}, b[1:at]...)
+	return append(out, b[at+1:]...)
+}
+
+// A log written in version 1 still replays: the same command, without HA address.
+func TestDecodeCommandVersion1(t *testing.T) {
+	for _, c := range []Command{
+		{Kind: KindRegister, Group: "g", Addr: "10.0.0.1:10911", BrokerID: 2},
+		{Kind: KindElect, Group: "g", Alive: []Replica{{ID: 1, Epoch: 2, Offset: 300}}, Unclean: true, BrokerID: 1},
+		{Kind: KindAlterSyncStateSet, Group: "g", BrokerID: 1, MasterEpoch: 3, SyncStateSetEpoch: 4, SyncStateSet: []int64{1, 2}},
+	} {
+		b := encodeCommandV1(c)
+		require.Equal(t, byte(1), b[0])
+		got, err := DecodeCommand(b)
+		require.NoError(t, err)
+		require.Equal(t, c, got)
+	}
+}
+
+// A version-1 snapshot (members without HA addresses) restores.
+func TestRestoreVersion1(t *testing.T) {
+	e := encoder{}
+	e.byte(1)
+	e.uint(1)
+	e.str("g")
+	e.int(3)          // next id
+	e.int(2)          // master
+	e.int(4)          // master epoch
+	e.int(5)          // set epoch
+	e.uint(2)         // members
+	e.int(1)          // id
+	e.str("a:1")      // addr
+	e.int(2)          // id
+	e.str("b:1")      // addr
+	e.ids([]int64{2}) // set
+	m := NewMachine()
+	require.NoError(t, m.Restore(e.b))
+	g, ok := m.Group("g")
+	require.True(t, ok)
+	require.Equal(t, Group{Name: "g", NextID: 3, Master: 2, MasterEpoch: 4, SyncStateSetEpoch: 5,
+		Members: map[int64]Member{1: {Addr: "a:1"}, 2: {Addr: "b:1"}}, SyncStateSet: []int64{2}}, g)
+	// Written back, it is version 2.
+	require.Equal(t, byte(snapshotVersion), m.Snapshot()[0])
+}
+
+// DryRun answers as Apply would and changes nothing.
+func TestDryRun(t *testing.T) {
+	m := NewMachine()
+	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "a:1"})
+	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "b:1"})
+	before := printState(m)
+	elect := Command{Kind: KindElect, Group: "g", Alive: []Replica{{ID: 2, Offset: 5}}}
+	r := m.DryRun(elect)
+	require.NoError(t, r.Err)
+	require.True(t, r.Changed)
+	require.Equal(t, int64(2), r.BrokerID)
+	require.Equal(t, before, printState(m))
+	require.Equal(t, r, m.Apply(elect))
+	require.ErrorIs(t, m.DryRun(Command{Kind: KindElect, Group: "x"}).Err, ErrUnknownGroup)
+	require.ErrorIs(t, m.DryRun(elect).Err, ErrMasterAlive)
+}
+
+func FuzzRestore(f *testing.F) {
+	m := NewMachine()
+	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "a:1", HAAddr: "a:2"})
+	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "b:1"})
+	m.Apply(Command{Kind: KindElect, Group: "g", Alive: []Replica{{ID: 1}}})
+	f.Add(m.Snapshot())
+	f.Add(NewMachine().Snapshot())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := NewMachine()
+		if err := m.Restore(b); err != nil {
+			require.ErrorIs(t, err, ErrBadCommand)
+			require.Empty(t, m.Groups())
+			return
+		}
+		for _, g := range m.Groups() {
+			require.NoError(t, g.check())
+		}
+		again := NewMachine()
+		require.NoError(t, again.Restore(m.Snapshot()))
+		require.Equal(t, printState(m), printState(again))
+	})
+}
+
 func FuzzDecodeCommand(f *testing.F) {
-	f.Add(EncodeCommand(Command{Kind: KindRegister, Group: "g", Addr: "127.0.0.1:10911"}))
+	f.Add(encodeCommandV1(Command{Kind: KindRegister, Group: "g", Addr: "127.0.0.1:10911"}))
+	f.Add(EncodeCommand(Command{Kind: KindRegister, Group: "g", Addr: "127.0.0.1:10911", HAAddr: "127.0.0.1:10912"}))
 	f.Add(EncodeCommand(Command{Kind: KindElect, Group: "g", Alive: []Replica{{1, 2, 300}, {2, 2, 200}}, Unclean: true}))
 	f.Add(EncodeCommand(Command{Kind: KindAlterSyncStateSet, Group: "g", BrokerID: 1, MasterEpoch: 3,
 		SyncStateSetEpoch: 4, SyncStateSet: []int64{1, 2, 3}}))

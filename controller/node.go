@@ -179,6 +179,36 @@ func (n *Node) Leader() (id, addr string) {
 // AppliedIndex returns the index of the last log entry applied to this node's machine.
 func (n *Node) AppliedIndex() uint64 { return n.raft.AppliedIndex() }
 
+// CommitIndex returns the index of the last log entry this node knows to be committed.
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
+// Term returns this node's current Raft term.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
+// RaftState names this node's Raft state: Follower, Candidate, Leader or Shutdown.
+func (n *Node) RaftState() string { return n.raft.State().String() }
+
+// Group returns this node's copy of one group's state (possibly stale on a follower).
+func (n *Node) Group(name string) (Group, bool) { return n.fsm.group(name) }
+
+// DryRun returns what applying c to this node's state would return, changing nothing
+// (Machine.DryRun).
+func (n *Node) DryRun(c Command) Result { return n.fsm.dryRun(c) }
+
+// Configuration returns the Raft cluster's members as this node knows them, in the
+// configuration's order.
+func (n *Node) Configuration() ([]NodeView, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("controller: raft configuration: %w", err)
+	}
+	var out []NodeView
+	for _, s := range f.Configuration().Servers {
+		out = append(out, NodeView{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
 // Snapshot makes Raft take a snapshot now (and compact the log behind it).
 func (n *Node) Snapshot() error {
 	if err := n.raft.Snapshot().Error(); err != nil {
@@ -233,6 +263,18 @@ func (f *fsm) groups() []Group {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m.Groups()
+}
+
+func (f *fsm) group(name string) (Group, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m.Group(name)
+}
+
+func (f *fsm) dryRun(c Command) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m.DryRun(c)
 }
 
 // fsmSnapshot is an encoded Machine.Snapshot.

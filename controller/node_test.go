@@ -14,10 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ferrymq/ferry/internal/leaktest"
 	"github.com/ferrymq/ferry/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines; netpoll's pollers (the remoting servers') stay.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leaktest.Netpoll()...) }
 
 // cluster is three real nodes on loopback ports with data in a temporary directory.
 type cluster struct {

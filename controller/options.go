@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ferrymq/ferry/acl"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // ErrBadOptions is wrapped by every error of Options.Validate.
@@ -123,4 +126,79 @@ func (o Options) Validate() ([]Peer, error) {
 		return bad("nodeId %q is not among the peers", o.NodeID)
 	}
 	return peers, nil
+}
+
+// ServerOptions configure a Server: the Raft node it runs and the remoting port brokers
+// and tools reach it on. The ferry command fills it from the "controller" configuration
+// section (package launch).
+type ServerOptions struct {
+	// Raft configures the Raft node (its id, address, peers and data directory).
+	Raft Options
+	// Listen is the remoting address ListenAndStart listens on (controller.listen).
+	// Default "127.0.0.1:9878".
+	Listen string
+	// BrokerHeartbeatTimeout is how long a broker stays alive after its last heartbeat:
+	// a master silent that long is replaced. Default 3 s.
+	BrokerHeartbeatTimeout time.Duration
+	// ElectUncleanMaster lets an election pick a broker outside the SyncStateSet when
+	// no member of the set is alive (acknowledged messages may be lost). Default false.
+	ElectUncleanMaster bool
+	// CheckInterval is how often the leader looks for groups to elect a master in;
+	// shorter than BrokerHeartbeatTimeout. Default 500 ms.
+	CheckInterval time.Duration
+	// MaxFrameSize bounds the frames accepted. Default 16 MiB.
+	MaxFrameSize int
+	// IdleTimeout closes connections that carried nothing for this long. Default 120 s.
+	IdleTimeout time.Duration
+	// Workers is the number of request workers. Default 8.
+	Workers int
+	// ACL, when set, checks every request before it is served: every controller code
+	// needs an admin account (acl.Rules). nil: no access control, unless ACLFile is set.
+	ACL acl.Checker
+	// ACLFile, when set and ACL is nil, is an accounts file the server loads (NewServer
+	// fails on a bad file) and re-reads when it changes.
+	ACLFile string
+	// TLS, when set and not disabled, serves TLS on the remoting port (permissive or
+	// enforcing). nil: plain only.
+	TLS *remoting.TLSConfig
+	// Logger receives the server's logs (Raft's too, unless Raft.Logger is set).
+	Logger zerolog.Logger
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
+}
+
+// DefaultServerOptions returns the defaults; Raft's NodeID, RaftListen, Peers and
+// DataDir must be set.
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{
+		Raft:                   DefaultOptions(),
+		Listen:                 "127.0.0.1:9878",
+		BrokerHeartbeatTimeout: 3 * time.Second,
+		CheckInterval:          500 * time.Millisecond,
+		MaxFrameSize:           remoting.DefaultMaxFrameSize,
+		IdleTimeout:            120 * time.Second,
+		Workers:                8,
+		Logger:                 zerolog.Nop(),
+		Clock:                  time.Now,
+	}
+}
+
+// Validate checks the options (the Raft node's included); errors wrap ErrBadOptions.
+func (o ServerOptions) Validate() error {
+	if _, err := o.Raft.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.BrokerHeartbeatTimeout <= 0:
+		return fmt.Errorf("%w: brokerHeartbeatTimeout %v must be positive", ErrBadOptions, o.BrokerHeartbeatTimeout)
+	case o.CheckInterval <= 0 || o.CheckInterval >= o.BrokerHeartbeatTimeout:
+		return fmt.Errorf("%w: check interval %v must be positive and shorter than brokerHeartbeatTimeout %v",
+			ErrBadOptions, o.CheckInterval, o.BrokerHeartbeatTimeout)
+	case o.MaxFrameSize <= 0, o.IdleTimeout <= 0, o.Workers <= 0:
+		return fmt.Errorf("%w: max frame size %d, idle timeout %v and workers %d must be positive",
+			ErrBadOptions, o.MaxFrameSize, o.IdleTimeout, o.Workers)
+	case o.Clock == nil:
+		return fmt.Errorf("%w: no clock", ErrBadOptions)
+	}
+	return nil
 }

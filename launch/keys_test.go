@@ -12,6 +12,7 @@ import (
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/nameserver"
 )
@@ -22,10 +23,12 @@ import (
 // hand are keys with an Options field.
 func TestEveryKeyHasOneOptionsField(t *testing.T) {
 	optionsOf := map[string]reflect.Value{
-		"broker":  reflect.ValueOf(broker.DefaultOptions()),
-		"namesrv": reflect.ValueOf(nameserver.DefaultOptions()),
+		"broker":     reflect.ValueOf(broker.DefaultOptions()),
+		"namesrv":    reflect.ValueOf(nameserver.DefaultOptions()),
+		"controller": reflect.ValueOf(controller.DefaultServerOptions()),
 	}
-	converted := map[string]map[string]bool{"broker": convertedBrokerKeys(), "namesrv": convertedNameServerKeys()}
+	converted := map[string]map[string]bool{"broker": convertedBrokerKeys(), "namesrv": convertedNameServerKeys(),
+		"controller": convertedControllerKeys()}
 	copied := map[string]string{}
 	keys := map[string]conf.Key{}
 	for _, k := range conf.KeyTable() {
@@ -60,7 +63,7 @@ func TestCopyKeysSetsEveryField(t *testing.T) {
 	cfg := conf.DefaultConfig()
 	changed := map[string]reflect.Value{}
 	for _, k := range conf.KeyTable() {
-		if k.Option == "" || convertedBrokerKeys()[k.Name] || convertedNameServerKeys()[k.Name] {
+		if k.Option == "" || convertedBrokerKeys()[k.Name] || convertedNameServerKeys()[k.Name] || convertedControllerKeys()[k.Name] {
 			continue
 		}
 		v := k.In(&cfg)
@@ -78,10 +81,12 @@ func TestCopyKeysSetsEveryField(t *testing.T) {
 		}
 		changed[k.Name] = v
 	}
-	bo, no := broker.DefaultOptions(), nameserver.DefaultOptions()
+	bo, no, co := broker.DefaultOptions(), nameserver.DefaultOptions(), controller.DefaultServerOptions()
 	require.NoError(t, copyKeys(&cfg, "broker", &bo, convertedBrokerKeys()))
 	require.NoError(t, copyKeys(&cfg, "namesrv", &no, convertedNameServerKeys()))
-	roots := map[string]reflect.Value{"broker": reflect.ValueOf(&bo).Elem(), "namesrv": reflect.ValueOf(&no).Elem()}
+	require.NoError(t, copyKeys(&cfg, "controller", &co, convertedControllerKeys()))
+	roots := map[string]reflect.Value{"broker": reflect.ValueOf(&bo).Elem(), "namesrv": reflect.ValueOf(&no).Elem(),
+		"controller": reflect.ValueOf(&co).Elem()}
 	for _, k := range conf.KeyTable() {
 		want, ok := changed[k.Name]
 		if !ok {

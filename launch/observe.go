@@ -17,26 +17,34 @@ const StandaloneHTTPListen = "127.0.0.1:9880"
 const ModeNamesrv = conf.ServerNamesrv
 
 // HTTPListen is the address of the HTTP listener (package observe) of server mode
-// ("namesrv", "broker" or "standalone"), "" when off: namesrv.httpListen for the name
-// server, broker.httpListen otherwise (standalone serves one listener for both servers).
+// ("namesrv", "broker", "standalone" or "controller"), "" when off: namesrv.httpListen
+// for the name server, controller.httpListen for the controller, broker.httpListen
+// otherwise (standalone serves one listener for both servers).
 func HTTPListen(mode string, cfg *conf.Config) string {
-	if mode == ModeNamesrv {
+	switch mode {
+	case ModeNamesrv:
 		return cfg.NameServer.HTTPListen
+	case ModeController:
+		return cfg.Controller.HTTPListen
 	}
 	return cfg.Broker.HTTPListen
 }
 
 // ObserveOptions maps the configuration of server mode onto observe.Options with probes:
-// the listener's TLS is the process's (the name server's for namesrv, the broker's
-// otherwise).
+// the listener's TLS is the process's (the name server's for namesrv, the controller's
+// for controller, the broker's otherwise).
 func ObserveOptions(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger) (observe.Options, error) {
 	o := observe.DefaultOptions()
 	o.Probes, o.Logger = probes, log
 	var err error
-	if mode == ModeNamesrv {
+	switch mode {
+	case ModeNamesrv:
 		n := cfg.NameServer
 		o.TLS, err = serverTLS(n.TLSMode, n.TLSCertFile, n.TLSKeyFile, n.TLSClientCAFile, n.TLSRequireClientCert)
-	} else {
+	case ModeController:
+		c := cfg.Controller
+		o.TLS, err = serverTLS(c.TLSMode, c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile, c.TLSRequireClientCert)
+	default:
 		b := cfg.Broker
 		o.TLS, err = serverTLS(b.TLSMode, b.TLSCertFile, b.TLSKeyFile, b.TLSClientCAFile, b.TLSRequireClientCert)
 	}

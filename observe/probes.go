@@ -8,8 +8,9 @@
 //	          name server serving; else 503 with a JSON body naming what is missing
 //
 // The parts expose their states through narrow methods (broker.Broker.Readiness,
-// nameserver.Server.Readiness, ServeErr); this package names them. /metrics is the next
-// handler on the same mux (Server.Handle).
+// nameserver.Server.Readiness, ServeErr); this package names them. Other handlers are
+// mounted on the same mux with Server.Handle before Start: /metrics, and the web console
+// under /console/ (package console) when console.enable is set.
 package observe
 
 import (

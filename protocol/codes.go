@@ -153,6 +153,16 @@ const (
 	LitePullMessage RequestCode = 361 // LITE_PULL_MESSAGE
 	// BrokerHeartbeat (BROKER_HEARTBEAT) is a 5.x broker-to-name-server keep-alive.
 	BrokerHeartbeat RequestCode = 904 // BROKER_HEARTBEAT
+	// ControllerAlterSyncStateSet (CONTROLLER_ALTER_SYNC_STATE_SET) asks the controller to replace a group's SyncStateSet (the master, quoting its epochs).
+	ControllerAlterSyncStateSet RequestCode = 1001 // CONTROLLER_ALTER_SYNC_STATE_SET
+	// ControllerElectMaster (CONTROLLER_ELECT_MASTER) asks the controller to elect a group's master (planned switchover).
+	ControllerElectMaster RequestCode = 1002 // CONTROLLER_ELECT_MASTER
+	// ControllerRegisterBroker (CONTROLLER_REGISTER_BROKER) registers a broker with the controller, which assigns its id.
+	ControllerRegisterBroker RequestCode = 1003 // CONTROLLER_REGISTER_BROKER
+	// ControllerGetReplicaInfo (CONTROLLER_GET_REPLICA_INFO) reads a group's master, epochs, SyncStateSet and members.
+	ControllerGetReplicaInfo RequestCode = 1004 // CONTROLLER_GET_REPLICA_INFO
+	// ControllerGetMetadataInfo (CONTROLLER_GET_METADATA_INFO) reads a controller node's Raft status and every group.
+	ControllerGetMetadataInfo RequestCode = 1005 // CONTROLLER_GET_METADATA_INFO
 	// GetBrokerEpochCache (GET_BROKER_EPOCH_CACHE, RocketMQ 5 controller mode) returns a
 	// broker's epoch history and commit-log end ([BrokerEpochCache] body), which a slave
 	// compares with its own to find where their logs agree.
@@ -234,6 +244,36 @@ const (
 	FlowControl ResponseCode = 215 // FLOW_CONTROL
 	// IllegalOperation (ILLEGAL_OPERATION): the operation is not allowed now (e.g. END_TRANSACTION after the immunity window).
 	IllegalOperation ResponseCode = 604 // ILLEGAL_OPERATION
+	// ControllerFencedMasterEpoch (CONTROLLER_FENCED_MASTER_EPOCH): the request quotes a master epoch other than the current one.
+	ControllerFencedMasterEpoch ResponseCode = 2000 // CONTROLLER_FENCED_MASTER_EPOCH
+	// ControllerFencedSyncStateSetEpoch (CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH): the request quotes an old SyncStateSet epoch.
+	ControllerFencedSyncStateSetEpoch ResponseCode = 2001 // CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH
+	// ControllerInvalidMaster (CONTROLLER_INVALID_MASTER): the requesting broker is not the group's master.
+	ControllerInvalidMaster ResponseCode = 2002 // CONTROLLER_INVALID_MASTER
+	// ControllerInvalidReplicas (CONTROLLER_INVALID_REPLICAS): the requested SyncStateSet is not acceptable (without the master).
+	ControllerInvalidReplicas ResponseCode = 2003 // CONTROLLER_INVALID_REPLICAS
+	// ControllerMasterNotAvailable (CONTROLLER_MASTER_NOT_AVAILABLE): no eligible broker to elect: the group has no master.
+	ControllerMasterNotAvailable ResponseCode = 2004 // CONTROLLER_MASTER_NOT_AVAILABLE
+	// ControllerInvalidRequest (CONTROLLER_INVALID_REQUEST): the request is malformed.
+	ControllerInvalidRequest ResponseCode = 2005 // CONTROLLER_INVALID_REQUEST
+	// ControllerBrokerNotAlive (CONTROLLER_BROKER_NOT_ALIVE): a broker the request needs alive has no fresh heartbeat.
+	ControllerBrokerNotAlive ResponseCode = 2006 // CONTROLLER_BROKER_NOT_ALIVE
+	// ControllerNotLeader (CONTROLLER_NOT_LEADER): this controller node is not the Raft leader; the remark and ext fields name the leader.
+	ControllerNotLeader ResponseCode = 2007 // CONTROLLER_NOT_LEADER
+	// ControllerBrokerMetadataNotExist (CONTROLLER_BROKER_METADATA_NOT_EXIST): no broker of the named group is registered.
+	ControllerBrokerMetadataNotExist ResponseCode = 2008 // CONTROLLER_BROKER_METADATA_NOT_EXIST
+	// ControllerInvalidCleanBrokerMetadata (CONTROLLER_INVALID_CLEAN_BROKER_METADATA): a request to clean broker metadata is invalid (not served by Ferry).
+	ControllerInvalidCleanBrokerMetadata ResponseCode = 2009 // CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+	// ControllerBrokerNeedToBeRegistered (CONTROLLER_BROKER_NEED_TO_BE_REGISTERED): the broker id is not a member of the group: register first.
+	ControllerBrokerNeedToBeRegistered ResponseCode = 2010 // CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
+	// ControllerMasterStillExist (CONTROLLER_MASTER_STILL_EXIST): the master is alive and eligible: no election.
+	ControllerMasterStillExist ResponseCode = 2011 // CONTROLLER_MASTER_STILL_EXIST
+	// ControllerElectMasterFailed (CONTROLLER_ELECT_MASTER_FAILED): the designated broker may not be elected.
+	ControllerElectMasterFailed ResponseCode = 2012 // CONTROLLER_ELECT_MASTER_FAILED
+	// ControllerAlterSyncStateSetFailed (CONTROLLER_ALTER_SYNC_STATE_SET_FAILED): the SyncStateSet was not changed (already the requested set).
+	ControllerAlterSyncStateSetFailed ResponseCode = 2013 // CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
+	// ControllerBrokerIDInvalid (CONTROLLER_BROKER_ID_INVALID): the broker id and address do not fit the group (the address is another member's).
+	ControllerBrokerIDInvalid ResponseCode = 2014 // CONTROLLER_BROKER_ID_INVALID
 )
 
 // Known reports whether the code is one this package names (String then

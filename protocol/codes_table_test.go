@@ -85,6 +85,11 @@ var allRequestCodes = []struct {
 	{GetTopicConfig, "GET_TOPIC_CONFIG", 351},
 	{LitePullMessage, "LITE_PULL_MESSAGE", 361},
 	{BrokerHeartbeat, "BROKER_HEARTBEAT", 904},
+	{ControllerAlterSyncStateSet, "CONTROLLER_ALTER_SYNC_STATE_SET", 1001},
+	{ControllerElectMaster, "CONTROLLER_ELECT_MASTER", 1002},
+	{ControllerRegisterBroker, "CONTROLLER_REGISTER_BROKER", 1003},
+	{ControllerGetReplicaInfo, "CONTROLLER_GET_REPLICA_INFO", 1004},
+	{ControllerGetMetadataInfo, "CONTROLLER_GET_METADATA_INFO", 1005},
 	{GetBrokerEpochCache, "GET_BROKER_EPOCH_CACHE", 1007},
 }
 
@@ -125,6 +130,21 @@ var allResponseCodes = []struct {
 	{NoMessage, "NO_MESSAGE", 208},
 	{FlowControl, "FLOW_CONTROL", 215},
 	{IllegalOperation, "ILLEGAL_OPERATION", 604},
+	{ControllerFencedMasterEpoch, "CONTROLLER_FENCED_MASTER_EPOCH", 2000},
+	{ControllerFencedSyncStateSetEpoch, "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH", 2001},
+	{ControllerInvalidMaster, "CONTROLLER_INVALID_MASTER", 2002},
+	{ControllerInvalidReplicas, "CONTROLLER_INVALID_REPLICAS", 2003},
+	{ControllerMasterNotAvailable, "CONTROLLER_MASTER_NOT_AVAILABLE", 2004},
+	{ControllerInvalidRequest, "CONTROLLER_INVALID_REQUEST", 2005},
+	{ControllerBrokerNotAlive, "CONTROLLER_BROKER_NOT_ALIVE", 2006},
+	{ControllerNotLeader, "CONTROLLER_NOT_LEADER", 2007},
+	{ControllerBrokerMetadataNotExist, "CONTROLLER_BROKER_METADATA_NOT_EXIST", 2008},
+	{ControllerInvalidCleanBrokerMetadata, "CONTROLLER_INVALID_CLEAN_BROKER_METADATA", 2009},
+	{ControllerBrokerNeedToBeRegistered, "CONTROLLER_BROKER_NEED_TO_BE_REGISTERED", 2010},
+	{ControllerMasterStillExist, "CONTROLLER_MASTER_STILL_EXIST", 2011},
+	{ControllerElectMasterFailed, "CONTROLLER_ELECT_MASTER_FAILED", 2012},
+	{ControllerAlterSyncStateSetFailed, "CONTROLLER_ALTER_SYNC_STATE_SET_FAILED", 2013},
+	{ControllerBrokerIDInvalid, "CONTROLLER_BROKER_ID_INVALID", 2014},
 }
 
 // TestCompatibilityListsEveryCode keeps docs/compatibility.md's request-code table

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/client"
 )
 
@@ -122,7 +123,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage) || isCobraUsageError(err):
 		fmt.Fprintf(stderr, "ferryctl: %v (see ferryctl %s --help)\n", err, commandPath(root, args))
 		return exitUsage
-	case errors.Is(err, client.ErrNoPermission) && e.accessKey == "":
+	case (errors.Is(err, client.ErrNoPermission) || errors.Is(err, acl.ErrNoPermission)) && e.accessKey == "":
 		fmt.Fprintf(stderr, "ferryctl: %v (%s)\n", err, credentialsHint)
 		return exitError
 	default:
@@ -169,6 +170,8 @@ func newRoot(e *env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newSendCommand(e), newConsumeCommand(e), newBenchCommand(e), newDumpCommand(e))
 	root.AddCommand(adminCommands(e)...)
+	root.AddCommand(newConsoleCommand(e))
+	root.AddCommand(controllerCommands(e)...)
 	return root
 }
 

@@ -14,15 +14,17 @@ import (
 // flagJSON is --json, registered for `ferry config` only.
 const flagJSON = "json"
 
-// configSections returns the key prefixes that a server mode reads: namesrv and broker
-// read their own section and log, standalone (and no mode) everything. ok is false for
+// configSections returns the key prefixes that a server mode reads: namesrv, broker and
+// controller read their own section and log, standalone (and no mode) everything. ok is false for
 // an unknown mode.
 func configSections(mode string) (prefixes []string, ok bool) {
 	switch mode {
 	case "namesrv":
 		return []string{"namesrv.", "log."}, true
 	case "broker":
-		return []string{"broker.", "log."}, true
+		return []string{"broker.", "log.", "console."}, true
+	case "controller":
+		return []string{"controller.", "log."}, true
 	case "", "standalone":
 		return []string{""}, true
 	}

@@ -57,7 +57,7 @@ func TestRunConfigShowsValueSourceDefaultAndMeaning(t *testing.T) {
 		require.Equal(t, want, fields[1:1+len(want)], row)
 	}
 	require.Contains(t, rows["broker.flushInterval"], "ASYNC_FLUSH: period of the flusher")
-	require.Len(t, rows, len(keysWithPrefix("broker.", "log.")), "broker mode shows the broker and log sections")
+	require.Len(t, rows, len(keysWithPrefix("broker.", "log.", "console.")), "broker mode shows the broker, log and console sections")
 	require.NotContains(t, rows, "namesrv.listen")
 
 	// Columns line up: every cell starts where its header does, except on the row of a
@@ -94,8 +94,9 @@ func keysWithPrefix(prefixes ...string) []string {
 func TestRunConfigModes(t *testing.T) {
 	for mode, prefixes := range map[string][]string{
 		"namesrv":    {"namesrv.", "log."},
-		"broker":     {"broker.", "log."},
+		"broker":     {"broker.", "log.", "console."},
 		"standalone": {""},
+		"controller": {"controller.", "log."},
 	} {
 		_, rows := configRows(t, "config", mode)
 		var keys []string
@@ -108,7 +109,7 @@ func TestRunConfigModes(t *testing.T) {
 	require.Len(t, rows, len(conf.Keys()), "no mode shows every key")
 
 	for args, want := range map[string]string{
-		"config nope":           `config takes namesrv, broker or standalone, not "nope"`,
+		"config nope":           `config takes namesrv, broker, standalone or controller, not "nope"`,
 		"config broker namesrv": `unexpected argument "namesrv"`,
 		"broker --json":         "unknown flag: --json",
 	} {

@@ -1,5 +1,6 @@
-// Command ferry runs Ferry's servers: `ferry namesrv`, `ferry broker` and `ferry standalone`
-// (a name server and a broker in one process, data under --data-dir, ./data by default).
+// Command ferry runs Ferry's servers: `ferry namesrv`, `ferry broker`, `ferry standalone`
+// (a name server and a broker in one process, data under --data-dir, ./data by default)
+// and `ferry controller` (a node of the Raft cluster that elects broker masters).
 //
 // Configuration comes from defaults, then the --config YAML file, then FERRY_* environment
 // variables, then explicit flags (see package conf); `ferry config [mode]` prints every
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/logging"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/launch"
@@ -46,8 +49,10 @@ commands:
   standalone   name server and broker in one process (data under --data-dir, default ./data)
   namesrv      name server only
   broker       broker only (registers with --namesrv-addr)
+  controller   a controller node: elects each broker group's master (automatic failover;
+               the controller: section of --config FILE)
   config       print every setting (value, source, default, meaning) and exit:
-               ferry config [namesrv|broker|standalone] [--config FILE] [--json]
+               ferry config [namesrv|broker|standalone|controller] [--config FILE] [--json]
   scrub        check a stopped broker's store (every record's CRC, every consume-queue
                unit), quarantine damage, re-derive damaged files and report; exit status
                0 clean, 3 damage found, 1 could not run: ferry scrub [--data-dir DIR]
@@ -108,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if mode == "config" && len(extra) > 0 {
 		var ok bool
 		if sections, ok = configSections(extra[0]); !ok {
-			fmt.Fprintf(stderr, "ferry: config takes namesrv, broker or standalone, not %q (see ferry help)\n", extra[0])
+			fmt.Fprintf(stderr, "ferry: config takes namesrv, broker, standalone or controller, not %q (see ferry help)\n", extra[0])
 			return 2
 		}
 		serverMode, extra = extra[0], extra[1:]
@@ -155,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "ferry:", err)
 		}
 		return code
-	case "standalone", "namesrv", "broker":
+	case "standalone", "namesrv", "broker", launch.ModeController:
 		if err := withPprof(fs, log, func() error { return serve(ctx, mode, cfg, log, mmap.OSFS{}) }); err != nil {
 			log.Error().Err(err).Msg("ferry stopped with an error")
 			fmt.Fprintln(stderr, "ferry:", err)
@@ -210,10 +215,11 @@ const readyPoll = 20 * time.Millisecond
 // when ctx ends. It binds every port of mode first, so a port in use fails at once,
 // before the store is opened or even created; the broker's port then holds the
 // connections that arrive while the store is prepared (recovery of a large log can take
-// seconds) and serves them once it is ready. The HTTP listener (broker.httpListen or
-// namesrv.httpListen, package observe) serves from the start: /readyz answers 503 naming
-// what is missing until clients can use the process, and "ferry is ready" is logged at
-// the moment it turns 200 — not when the ports open.
+// seconds) and serves them once it is ready. The HTTP listener (broker.httpListen,
+// namesrv.httpListen or controller.httpListen, package observe) serves from the start:
+// /readyz answers 503 naming what is missing until clients can use the process (for a
+// controller: a Raft leader known and its log applied), and "ferry is ready" is logged
+// at the moment it turns 200 — not when the ports open.
 func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logger, fsys mmap.FS) error {
 	if mode == "standalone" && cfg.NameServer.HTTPListen != "" {
 		log.Warn().Str("namesrv.httpListen", cfg.NameServer.HTTPListen).
@@ -232,9 +238,16 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 	if ports.broker != nil {
 		probes.Set(partBroker, observe.Pending("store not recovered"))
 	}
-	obs, reg, err := startObserve(mode, cfg, probes, log, ports.http)
+	if ports.controller != nil {
+		probes.Set(partController, observe.Pending("controller not started"))
+	}
+	con, stopConsole, err := newConsole(mode, cfg, ports, log)
 	if err != nil {
 		return errors.Join(err, ports.close())
+	}
+	obs, reg, err := startObserve(mode, cfg, probes, log, ports.http, con)
+	if err != nil {
+		return errors.Join(err, stopConsole(), ports.close())
 	}
 	var started []stopper
 	waitCtx, stopWait := context.WithCancel(ctx)
@@ -248,8 +261,8 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		for i := len(started) - 1; i >= 0; i-- { // broker before name server
 			errs = append(errs, started[i].Shutdown(sctx))
 		}
-		// The HTTP listener last: probes see the servers stop.
-		return errors.Join(append(errs, obs.Shutdown(sctx))...)
+		// The HTTP listener last: probes see the servers stop; then the console's client.
+		return errors.Join(append(errs, obs.Shutdown(sctx), stopConsole())...)
 	}
 	if ports.namesrv != nil {
 		ns, err := startNameServer(cfg, log, ports.namesrv)
@@ -290,6 +303,14 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 			reg.MustRegister(observe.NewBrokerCollector(b, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
 		}
 	}
+	if ports.controller != nil {
+		cs, err := startController(cfg, log, ports.controller, ports.raft)
+		if err != nil {
+			return errors.Join(err, closeListener(ports.controller), closeListener(ports.raft), shutdown())
+		}
+		started = append(started, cs)
+		probes.Set(partController, observe.PartFuncs{MissingFunc: cs.Missing, ServeErrFunc: cs.ServeErr})
+	}
 	waitDone.Go(func() { probes.WaitReady(waitCtx, readyPoll) }) // logs "ferry is ready"
 	if failed := waitFailed(ctx, started); failed != nil {
 		// A server that accepts no connection is an outage that looks healthy: stop, so
@@ -304,15 +325,17 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 
 // The names of the parts in /readyz and /healthz answers.
 const (
-	partNamesrv = "namesrv"
-	partBroker  = "broker"
+	partNamesrv    = "namesrv"
+	partBroker     = "broker"
+	partController = "controller"
 )
 
-// startObserve serves /healthz, /readyz and /metrics on ln (the HTTP listener of mode)
-// and returns the metrics registry, which holds the runtime collectors until the broker's
-// is added; a nil ln (off) gives a nil server, whose Shutdown does nothing, and no
-// registry.
-func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener) (*observe.Server, *prometheus.Registry, error) {
+// startObserve serves /healthz, /readyz and /metrics on ln (the HTTP listener of mode),
+// and the web console under /console/ when con is not nil, and returns the metrics
+// registry, which holds the runtime collectors until the broker's is added; a nil ln
+// (off) gives a nil server, whose Shutdown does nothing, and no registry.
+func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zerolog.Logger, ln net.Listener,
+	con http.Handler) (*observe.Server, *prometheus.Registry, error) {
 	if ln == nil {
 		return nil, nil, nil
 	}
@@ -326,13 +349,19 @@ func startObserve(mode string, cfg *conf.Config, probes *observe.Probes, log zer
 	}
 	reg := observe.NewRegistry()
 	s.Handle("GET /metrics", s.MetricsHandler(reg))
+	paths := "/healthz, /readyz, /metrics"
+	if con != nil {
+		s.Handle(consolePath+"/", con)
+		paths += ", " + consolePath + "/"
+	}
 	s.Start(ln)
-	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: /healthz, /readyz, /metrics")
+	log.Info().Str("listen", ln.Addr().String()).Msg("HTTP listening: " + paths)
 	return s, reg, nil
 }
 
 // waitFailed waits until ctx ends (nil) or one of servers stops accepting connections
-// on its own (that server). There are at most two: a name server and a broker.
+// on its own (that server). There are at most two: a name server and a broker (or one
+// controller).
 func waitFailed(ctx context.Context, servers []stopper) stopper {
 	var a, b <-chan struct{} // nil: never ready
 	if len(servers) > 0 {
@@ -381,6 +410,26 @@ func startNameServer(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*na
 	}
 	log.Info().Str("listen", ns.Addr()).Msg("name server listening (not ready yet)")
 	return ns, nil
+}
+
+// startController opens the controller's Raft node on raftLn (bootstrapping the cluster
+// of controller.peers on first start) and serves its port on ln.
+func startController(cfg *conf.Config, log zerolog.Logger, ln, raftLn net.Listener) (*controller.Server, error) {
+	o, err := launch.ControllerOptions(cfg.Controller, log.With().Str("server", "controller").Logger())
+	if err != nil {
+		return nil, err
+	}
+	o.Raft.Listener = raftLn
+	s, err := controller.NewServer(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(ln); err != nil {
+		return nil, errors.Join(err, s.Shutdown(context.Background()))
+	}
+	log.Info().Str("listen", s.Addr()).Str("raftListen", raftLn.Addr().String()).Str("nodeId", cfg.Controller.NodeID).
+		Msg("controller listening (not ready until a Raft leader is known)")
+	return s, nil
 }
 
 // startBroker opens the store (on fsys) and the broker's metadata, then serves on ln.
