@@ -24,7 +24,8 @@ import (
 
 // These tests run the real parts in one process: three controllers (Raft on loopback),
 // a name server, brokers under agents with real controller clients, and Ferry's client.
-// The crash tests with child processes are in package interop.
+// The crash tests with child processes are in package interop. (testutil.StartControllers
+// is not used: package testutil imports launch, which imports this package.)
 
 // controllers are three controller servers on loopback ports.
 type controllers struct {

@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/nameserver"
+	"github.com/ferrymq/ferry/testutil"
 )
 
 // A broker in controller mode whose controllers are not up is not ready and says why;
@@ -23,8 +21,9 @@ import (
 // agent runs.
 func TestControllerModeReadyz(t *testing.T) {
 	cfg := serveConfig(t, t.TempDir())
-	ctlAddr := testkit.FreeAddr(t)
-	cfg.Broker.ControllerMode, cfg.Broker.ControllerAddrs = true, []string{ctlAddr}
+	ctl := testutil.StartControllers(t, 1, nil)
+	ctl.Stop(0) // started again below, on the same port
+	cfg.Broker.ControllerMode, cfg.Broker.ControllerAddrs = true, ctl.Addrs
 	cfg.Broker.HAListen = testkit.FreeAddr(t)
 	cfg.Broker.NamesrvAddrs = []string{startTestNameServer(t)}
 	logs := startServe(t, "broker", cfg, mmap.OSFS{})
@@ -37,7 +36,7 @@ func TestControllerModeReadyz(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "alive without controllers")
 	require.NotContains(t, logs.String(), readyLine)
 
-	startOneController(t, ctlAddr)
+	ctl.Start(0)
 	testkit.Eventually(t, 30*time.Second, func() bool {
 		code, _ := probe(t, cfg.Broker.HTTPListen, "/readyz")
 		return code == http.StatusOK
@@ -61,25 +60,4 @@ func startTestNameServer(t *testing.T) string {
 		require.NoError(t, ns.Shutdown(ctx))
 	})
 	return ns.Addr()
-}
-
-// startOneController runs a single-node controller cluster whose remoting port is addr,
-// stopped at cleanup.
-func startOneController(t *testing.T, addr string) {
-	t.Helper()
-	raft, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	o := controller.DefaultServerOptions()
-	o.Raft.NodeID, o.Raft.RaftListen, o.Raft.Listener = "n0", raft.Addr().String(), raft
-	o.Raft.Peers, o.Raft.DataDir = []string{fmt.Sprintf("n0@%s", raft.Addr())}, filepath.Join(t.TempDir(), "ctl")
-	s, err := controller.NewServer(o)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", addr)
-	require.NoError(t, err, "the reserved port is still free")
-	require.NoError(t, s.Start(ln))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-	})
 }
