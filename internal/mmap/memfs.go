@@ -30,7 +30,8 @@ const crashPage = 4096
 // primitives, so wrapping a MemFS in an ErrorFS lets a test crash between any two of its
 // steps. Crash returns a new MemFS holding what a power loss would leave. Crash reads only
 // durable state when keepUnsynced is 0, so it may run while other goroutines write; with
-// keepUnsynced > 0 it also reads current bytes, so writers must be stopped.
+// keepUnsynced > 0 it also reads current bytes, so writers into mappings must be stopped
+// (Mapped.WriteAt and small-file writes may go on: they take the file system's lock).
 //
 // Space: disk usage (DiskUsage, SetCapacity) counts allocated bytes. Every byte of a small
 // file and of a file made by OpenMapped (or grown by Extend) is allocated; a file made by
@@ -379,7 +380,9 @@ func (h *memMapped) Allocate(off, n int64) error {
 	return nil
 }
 
-// WriteAt implements Mapped: memory has one copy, the same the mapping shows.
+// WriteAt implements Mapped: memory has one copy, the same the mapping shows. The copy
+// is made under the file system's lock, so a WriteAt may run while Crash reads current
+// bytes (as a pwrite(2) may run while the power fails); writes into Bytes() may not.
 func (h *memMapped) WriteAt(p []byte, off int64) error {
 	if h.data == nil {
 		return fmt.Errorf("mmap: write %s: closed", h.path)
@@ -387,16 +390,15 @@ func (h *memMapped) WriteAt(p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > int64(len(h.data)) {
 		return fmt.Errorf("mmap: write [%d,+%d) outside %s of %d bytes", off, len(p), h.path, len(h.data))
 	}
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
 	if h.n.sparse {
-		h.fs.mu.Lock()
 		for pg := off / AllocPage; pg*AllocPage < off+int64(len(p)); pg++ {
 			if !h.n.allocated(pg) {
-				h.fs.mu.Unlock()
 				panic(fmt.Sprintf("mmap: MemFS: write [%d,+%d) into %s: page [%d,%d) was never allocated "+
 					"(Mapped.Allocate must come first)", off, len(p), h.path, pg*AllocPage, (pg+1)*AllocPage))
 			}
 		}
-		h.fs.mu.Unlock()
 	}
 	copy(h.data[off:], p)
 	return nil
