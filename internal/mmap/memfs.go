@@ -404,6 +404,38 @@ func (h *memMapped) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
+// DataRange implements Mapped: the pages of a sparse file that are not allocated are
+// holes (bytes written into them, which must be zeros, are checked at Sync and Crash);
+// every other file is data throughout.
+func (h *memMapped) DataRange(off int64) (int64, int64, error) {
+	size := int64(len(h.data))
+	switch {
+	case h.data == nil:
+		return 0, 0, fmt.Errorf("mmap: data range of %s: closed", h.path)
+	case off < 0:
+		return 0, 0, fmt.Errorf("mmap: data range of %s at %d", h.path, off)
+	case off >= size:
+		return size, size, nil
+	case !h.n.sparse:
+		return off, size, nil
+	}
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
+	pages := (size + AllocPage - 1) / AllocPage
+	p := off / AllocPage
+	for p < pages && !h.n.allocated(p) {
+		p++
+	}
+	if p == pages {
+		return size, size, nil
+	}
+	q := p + 1
+	for q < pages && h.n.allocated(q) {
+		q++
+	}
+	return max(off, p*AllocPage), min(q*AllocPage, size), nil
+}
+
 // Window implements Mapped: memory has one copy, so a window is a slice of it.
 func (h *memMapped) Window(off, n int64) (Window, error) {
 	start, end, err := windowRange(off, n, int64(len(h.data)), h.data == nil, h.path)
