@@ -273,6 +273,7 @@ func measureRestart(b *testing.B, bin string, syncMaster, checkpointed bool) res
 		first = startRestartChild(b, bin, c.env, c.args...)
 		waitFor(b, first, 60*time.Second, "first start", func() bool { return sendCode(rc, c.broker) == protocol.Success })
 	}
+	waitFor(b, first, 60*time.Second, "route", func() bool { return routed(rc, c.ns) })
 	end := c.fill(b, rc)
 	if checkpointed {
 		cp := filepath.Join(dir, "data", store.CheckpointFileName)
@@ -440,6 +441,15 @@ func sendCode(rc *remoting.Client, addr string) protocol.ResponseCode {
 		return -1
 	}
 	return protocol.ResponseCode(resp.Code)
+}
+
+// routed reports whether the name server at ns has a route for the benchmark's topic.
+func routed(rc *remoting.Client, ns string) bool {
+	req := protocol.NewRequest(protocol.GetRouteInfoByTopic, &protocol.GetRouteInfoRequestHeader{Topic: restartTopic})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	resp, err := rc.Invoke(ctx, ns, req)
+	return err == nil && resp.Code == int16(protocol.Success)
 }
 
 // waitFor polls cond every millisecond until it holds, failing after timeout or when
