@@ -23,10 +23,11 @@ import (
 //
 // The log records that position as the high-water mark, an offset no byte at or after
 // which was ever written, in a file of its own (Options.HighWaterPath, outside Dir so the
-// commit-log directory keeps RocketMQ's layout; without one there is no mark). The mark is raised and made durable
-// before any byte beyond it is written: the service goroutine keeps it highWaterLead
-// ahead of the write position (raising it when less than half of that is left), and a
-// writer that gets there first raises it itself, under the writer lock (coverLocked).
+// commit-log directory keeps RocketMQ's layout; without one there is no mark). The mark
+// is raised and made durable before any byte beyond it is written: the service goroutine
+// keeps it highWaterLead ahead of the write position (raising it when less than half of
+// that is left), and a writer that gets there first raises it itself, under the writer
+// lock (coverLocked).
 // Because the raise is synced before the bytes exist, no crash — process or power — can
 // leave a durable byte beyond a durable mark. Recovery and Truncate zero from the end to
 // the mark (to the segment's end when the mark is unknown) and then lower the mark to the
@@ -199,8 +200,12 @@ func (l *Log) raiseAhead(wrote int64) {
 	if l.hw.mark.Load() >= wrote+l.hwLead/2 || l.hw.m == nil {
 		return
 	}
-	if err := l.raiseHighWater(wrote + l.hwLead); err != nil {
-		l.log.Warn().Err(err).Msg("high-water mark not raised ahead of the writer")
+	err := l.raiseHighWater(wrote + l.hwLead)
+	switch was := l.hw.failing.Swap(err != nil); {
+	case err != nil && !was: // once per failing streak: this runs every few milliseconds
+		l.log.Warn().Err(err).Msg("high-water mark not raised ahead of the writer; appends that need it fail")
+	case err == nil && was:
+		l.log.Info().Int64("mark", l.hw.mark.Load()).Msg("high-water mark raised again")
 	}
 }
 

@@ -89,6 +89,7 @@ type Log struct {
 		sync.Mutex              // serialises writes of the file
 		m          mmap.Mapped  // the mapped high-water file; nil without one
 		mark       atomic.Int64 // the durable mark; -1 while unknown
+		failing    atomic.Bool  // the service goroutine's last raise failed (logged once)
 	}
 
 	pending struct {
