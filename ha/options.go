@@ -43,7 +43,7 @@ const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultIdleTimeout       = 20 * time.Second
 	DefaultPollInterval      = 100 * time.Millisecond
-	DefaultRetryFloor        = 100 * time.Millisecond
+	DefaultRetryFloor        = 25 * time.Millisecond
 	DefaultRetryMax          = 5 * time.Second
 	// DefaultHandshakeTimeout bounds a new connection's TLS handshake and hello.
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -150,7 +150,9 @@ type SlaveOptions struct {
 	ReportInterval time.Duration
 	// IdleTimeout: the connection is dropped when nothing was received for this long.
 	IdleTimeout time.Duration
-	// RetryFloor and RetryMax bound the reconnect backoff (doubling from RetryFloor).
+	// RetryFloor and RetryMax bound the reconnect backoff: RetryFloor after a connection
+	// that worked, then half as long again per failed attempt up to RetryMax, each wait
+	// less up to a quarter of jitter.
 	RetryFloor, RetryMax time.Duration
 	// DialTimeout bounds one connection attempt.
 	DialTimeout time.Duration

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/internal/logging"
 )
 
 // ErrResync means a frame did not start at the slave's replica end; the slave drops the
@@ -42,6 +44,7 @@ type Slave struct {
 
 	connected atomic.Bool
 	frames    atomic.Int64
+	failLog   logging.Sampler // the line for repeated failed connections to a dead master
 	stop      chan struct{}
 	stopped   chan struct{}   // closed when the loop ends (Close or ErrDiverged)
 	ctx       context.Context // cancelled by Close: ends a dial in progress
@@ -103,7 +106,10 @@ func (s *Slave) LastError() error {
 	return s.mu.lastErr
 }
 
-// loop connects, replicates until the connection fails, and retries with backoff.
+// loop connects, replicates until the connection fails, and retries with backoff
+// (nextRetry): soon after a connection that worked, so that a master restarted after a
+// crash is found within tens of milliseconds of serving, then less and less often up to
+// RetryMax while the master stays away. A run of failed attempts logs one line a second.
 func (s *Slave) loop() {
 	defer close(s.stopped)
 	delay := time.Duration(0)
@@ -127,18 +133,11 @@ func (s *Slave) loop() {
 				Msg("replication stopped: move this slave's data directory aside and restart it to resync from the master")
 			return
 		}
-		switch {
-		case progressed || errors.Is(err, ErrResync):
-			delay = s.opts.RetryFloor
-		default:
-			delay = min(max(2*delay, s.opts.RetryFloor), s.opts.RetryMax)
-		}
-		ev := s.log.Warn()
-		if errors.Is(err, commitlog.ErrReplicaData) || errors.Is(err, errMasterBehind) {
-			ev = s.log.Error()
-		}
-		ev.Err(err).Int64("offset", s.Offset()).Dur("retry_in", delay).Msg("replication connection ended")
-		t := time.NewTimer(delay)
+		fresh := progressed || errors.Is(err, ErrResync)
+		delay = nextRetry(delay, fresh, s.opts.RetryFloor, s.opts.RetryMax)
+		wait := jitter(delay, rand.Int64N)
+		s.logEnded(err, fresh || delay == s.opts.RetryFloor, wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-s.stop:
@@ -146,6 +145,49 @@ func (s *Slave) loop() {
 			return
 		}
 	}
+}
+
+// logEnded logs why a connection ended: always the first failure after a working
+// connection (first), later ones of the same run at most once a second, with how many
+// were held back.
+func (s *Slave) logEnded(err error, first bool, wait time.Duration) {
+	var suppressed int64
+	if !first {
+		ok, n := s.failLog.Allow()
+		if !ok {
+			return
+		}
+		suppressed = n
+	}
+	ev := s.log.Warn()
+	if errors.Is(err, commitlog.ErrReplicaData) || errors.Is(err, errMasterBehind) {
+		ev = s.log.Error()
+	}
+	if suppressed > 0 {
+		ev = ev.Int64("suppressed", suppressed)
+	}
+	ev.Err(err).Int64("offset", s.Offset()).Dur("retry_in", wait).Msg("replication connection ended")
+}
+
+// nextRetry is the reconnect delay after one of prev: floor after a connection that
+// moved data (fresh) or for the first attempt, else half as long again as prev, at most
+// ceiling. From the 25 ms default the attempts come about 25, 60, 120, 200, 330 ms and
+// 0.5, 0.8, 1.2 s after the loss, then every 5 s at most.
+func nextRetry(prev time.Duration, fresh bool, floor, ceiling time.Duration) time.Duration {
+	if fresh || prev < floor {
+		return floor
+	}
+	return min(prev+prev/2, ceiling)
+}
+
+// jitter returns a wait drawn from [d·3/4, d] with rnd (rand.Int64N), so that the slaves
+// of one restarted master do not dial it in step.
+func jitter(d time.Duration, rnd func(int64) int64) time.Duration {
+	spread := int64(d / 4)
+	if spread <= 0 {
+		return d
+	}
+	return d - time.Duration(rnd(spread+1))
 }
 
 var errMasterBehind = errors.New("ha: the master closed the connection at once: it refused this slave " +

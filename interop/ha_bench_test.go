@@ -5,14 +5,19 @@ package interop
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
 )
 
 // BenchmarkTwoMastersTwoSlaves: a name server, broker-a and broker-b masters (SYNC_MASTER
@@ -24,20 +29,107 @@ import (
 // sample); lag-ms-est, the mean lag in bytes divided by the acknowledged byte rate; and
 // drain-ms, the time from the last acknowledgement until both slaves have acknowledged
 // their master's end. Run with -benchtime=Nx (say 500000x): every size starts a cluster.
+//
+// Sub-benchmarks: sync (SYNC_MASTER), async (ASYNC_MASTER), and controller: the same two
+// groups of two brokers in controller mode (three `ferry controller` children elect each
+// group's master; broker.allAckInSyncStateSet, so a send is acknowledged once the group's
+// slave has it, as with SYNC_MASTER), with the same producers and measurements.
 func BenchmarkTwoMastersTwoSlaves(b *testing.B) {
 	bin := testkit.Binary(b, ferryPkg)
 	for _, mode := range []struct{ name, role string }{{"sync", "SYNC_MASTER"}, {"async", "ASYNC_MASTER"}} {
 		b.Run(mode.name, func(b *testing.B) {
-			benchTwoGroups(b, bin, mode.role)
+			c := newHACluster(b, bin)
+			ma, _ := c.startGroup(b, "broker-a", mode.role, 0, nil)
+			mb, _ := c.startGroup(b, "broker-b", mode.role, 0, nil)
+			benchTwoGroups(b, c, []string{ma.listen, mb.listen})
 		})
 	}
+	b.Run("controller", func(b *testing.B) {
+		c, masters := startCtlGroups(b, bin, []string{"broker-a", "broker-b"}, 2)
+		benchTwoGroups(b, c, masters)
+	})
 }
 
-func benchTwoGroups(b *testing.B, bin, role string) {
-	c := newHACluster(b, bin)
-	ma, _ := c.startGroup(b, "broker-a", role, 0, nil)
-	mb, _ := c.startGroup(b, "broker-b", role, 0, nil)
-	masters := []string{ma.listen, mb.listen}
+// startCtlGroups starts a name server, three controllers and perGroup brokers in
+// controller mode (allAckInSyncStateSet) of each group, waits until every group has a
+// master with all its brokers in the SyncStateSet and its slaves connected, registered
+// as master with the name server, and returns the cluster and the masters' addresses.
+func startCtlGroups(tb testing.TB, bin string, groups []string, perGroup int) (*haCluster, []string) {
+	tb.Helper()
+	c := newHACluster(tb, bin)
+	ctlAddrs := make([]string, 3)
+	var peers []string
+	for i := range ctlAddrs {
+		ctlAddrs[i] = testkit.FreeAddr(tb)
+		peers = append(peers, fmt.Sprintf("n%d@%s", i, testkit.FreeAddr(tb)))
+	}
+	for i := range ctlAddrs {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "controller:\n  nodeId: n%d\n  listen: %s\n  raftListen: %s\n  dataDir: %s\n  peers:\n",
+			i, ctlAddrs[i], strings.SplitN(peers[i], "@", 2)[1], filepath.Join(c.dir, fmt.Sprintf("ctl%d", i)))
+		for _, p := range peers {
+			fmt.Fprintf(&sb, "    - %s\n", p)
+		}
+		sb.WriteString("log:\n  level: warn\n")
+		c.start(tb, "controller", fmt.Sprintf("ctl%d", i), sb.String())
+	}
+	o := controller.DefaultClientOptions()
+	o.Addrs = ctlAddrs
+	cl, err := controller.NewClient(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cl.Close() })
+	for _, g := range groups {
+		for i := range perGroup {
+			var sb strings.Builder
+			fmt.Fprintf(&sb, "broker:\n  brokerName: %s\n  clusterName: HACluster\n  controllerMode: true\n  controllerAddrs:\n", g)
+			for _, a := range ctlAddrs {
+				fmt.Fprintf(&sb, "    - %s\n", a)
+			}
+			fmt.Fprintf(&sb, "  listen: %s\n  haListen: %s\n  namesrvAddrs:\n    - %s\n  dataDir: %s\n  commitLogSegmentSize: %d\n",
+				testkit.FreeAddr(tb), testkit.FreeAddr(tb), c.nsAddr, filepath.Join(c.dir, fmt.Sprintf("%s-%d", g, i)), haSegmentSize)
+			sb.WriteString("  registerInterval: 1s\n  allAckInSyncStateSet: true\nlog:\n  level: warn\n")
+			c.start(tb, "broker", fmt.Sprintf("%s-%d", g, i), sb.String())
+		}
+	}
+	var masters []string
+	for _, g := range groups {
+		var master string
+		haEventually(tb, 60*time.Second, c.ns, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			v, err := cl.Group(ctx, g)
+			cancel()
+			if err != nil || v.Master == controller.NoBroker || len(v.SyncStateSet) != perGroup {
+				return false
+			}
+			m, ok := v.Member(v.Master)
+			if !ok {
+				return false
+			}
+			kv, err := c.runtime(m.Addr)
+			if err != nil || kv["ferryHaSlaves"] != strconv.Itoa(perGroup-1) {
+				return false
+			}
+			resp, err := c.invoke(c.nsAddr, protocol.GetBrokerClusterInfo)
+			if err != nil {
+				return false
+			}
+			ci, err := protocol.DecodeClusterInfo(resp.Body)
+			if err != nil || ci.BrokerAddrTable[g].BrokerAddrs[0] != m.Addr {
+				return false
+			}
+			master = m.Addr
+			return true
+		}, g+": a master registered with its slaves in sync")
+		masters = append(masters, master)
+	}
+	return c, masters
+}
+
+// benchTwoGroups runs the load of BenchmarkTwoMastersTwoSlaves on the cluster c whose
+// group masters listen on masters.
+func benchTwoGroups(b *testing.B, c *haCluster, masters []string) {
 	const topic = "HABench"
 	c.createTopic(b, topic)
 	ps := haProducers(b, c.nsAddr, 4, client.WithRetries(2))
