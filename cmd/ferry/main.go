@@ -290,7 +290,7 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 			ServeErrFunc: b.ServeErr,
 		})
 		if reg != nil {
-			reg.MustRegister(observe.NewBrokerCollector(b, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
+			reg.MustRegister(observe.NewBrokerCollector(b))
 		}
 	}
 	if ports.controller != nil {
