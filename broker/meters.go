@@ -356,10 +356,22 @@ func (m *meters) outSnapshot() []GroupOut {
 	return out
 }
 
-// rpcKey names one rpc latency series.
-type rpcKey struct {
-	request, response int16
-	held              bool
+// rpcKey names one rpc latency series: the request code, the response code and the
+// held flag packed into one word, which the map hashes fast.
+type rpcKey uint64
+
+// makeRPCKey packs a series' codes and held flag.
+func makeRPCKey(request, response int16, held bool) rpcKey {
+	k := rpcKey(uint16(request))<<32 | rpcKey(uint16(response))<<1
+	if held {
+		k |= 1
+	}
+	return k
+}
+
+// unpack returns the key's codes and held flag.
+func (k rpcKey) unpack() (request, response int16, held bool) {
+	return int16(uint16(k >> 32)), int16(uint16(k >> 1)), k&1 == 1
 }
 
 // rpcMeter is the remoting server's RequestObserver: a latency histogram per (request
@@ -371,7 +383,7 @@ type rpcMeter struct {
 
 // Answered implements remoting.RequestObserver.
 func (r *rpcMeter) Answered(request, response int16, held bool, elapsed time.Duration) {
-	k := rpcKey{request, response, held}
+	k := makeRPCKey(request, response, held)
 	h := (*r.cells.Load())[k]
 	if h == nil {
 		h = r.add(k)
@@ -388,7 +400,8 @@ func (r *rpcMeter) add(k rpcKey) *meter.Histogram {
 		return h
 	}
 	if len(cur) >= maxRPCSeries {
-		k = rpcKey{RPCOtherCode, RPCOtherCode, k.held}
+		_, _, held := k.unpack()
+		k = makeRPCKey(RPCOtherCode, RPCOtherCode, held)
 		if h := cur[k]; h != nil {
 			return h // the overflow series is not added to the map: the next call comes here again
 		}
@@ -408,7 +421,8 @@ func (r *rpcMeter) snapshot() []RPCSeries {
 	cur := *r.cells.Load()
 	out := make([]RPCSeries, 0, len(cur))
 	for k, h := range cur {
-		out = append(out, RPCSeries{Request: k.request, Response: k.response, Held: k.held, Latency: h.Snapshot()})
+		req, resp, held := k.unpack()
+		out = append(out, RPCSeries{Request: req, Response: resp, Held: held, Latency: h.Snapshot()})
 	}
 	return out
 }

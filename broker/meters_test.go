@@ -158,3 +158,49 @@ func TestSyncTimedFS(t *testing.T) {
 	require.NoError(t, other.Close())
 	require.Equal(t, uint64(1), m.flush.Snapshot().Count())
 }
+
+// BenchmarkMetersPerMessage is everything the counters add to one plain send and to one
+// pull answer, in isolation: the remoting server's arrival stamp and answer report (two
+// monotonic clock reads and rpcMeter.Answered), and countIn for the send; countOut for the
+// pull. Compare with the broker's CPU per message (BenchmarkSendMetrics's cpu-ns/msg).
+func BenchmarkMetersPerMessage(b *testing.B) {
+	m := testMeters(1000, 1000)
+	topic, group := "BenchTopic", "BenchGroup"
+	epoch := time.Now()
+	b.Run("send", func(b *testing.B) {
+		for b.Loop() {
+			arrived := time.Since(epoch) // Server.stamp
+			m.countIn(topic, 1, 1100)
+			m.rpc.Answered(310, 0, false, time.Since(epoch)-arrived) // Server.observe
+		}
+	})
+	b.Run("pull", func(b *testing.B) {
+		for b.Loop() {
+			arrived := time.Since(epoch)
+			m.countOut(topic, group, 3, 32, 32*1100, 1)
+			m.rpc.Answered(11, 0, false, time.Since(epoch)-arrived)
+		}
+	})
+	b.Run("send/parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				arrived := time.Since(epoch)
+				m.countIn(topic, 1, 1100)
+				m.rpc.Answered(310, 0, false, time.Since(epoch)-arrived)
+			}
+		})
+	})
+}
+
+// An rpc key gives back the codes and flag it was made of, negative codes included.
+func TestRPCKeyRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		req, resp int16
+		held      bool
+	}{{10, 0, false}, {11, 19, true}, {RPCOtherCode, RPCOtherCode, true}, {-1, 32767, false}, {32767, -1, true}} {
+		req, resp, held := makeRPCKey(c.req, c.resp, c.held).unpack()
+		require.Equal(t, c.req, req)
+		require.Equal(t, c.resp, resp)
+		require.Equal(t, c.held, held)
+	}
+}
