@@ -39,6 +39,7 @@ type promLogger struct{ s *Server }
 func (l promLogger) Println(v ...any) { l.s.opts.Logger.Error().Msgf("metrics: %v", v) }
 
 // BrokerSource is what the broker collector reads on each scrape; *broker.Broker has it.
+// A zero Metrics (no broker name: a failover agent between two roles) sends nothing.
 type BrokerSource interface {
 	Metrics() broker.Metrics
 }
@@ -165,6 +166,9 @@ func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the broker's numbers and sends them.
 func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.src.Metrics()
+	if m.Info.Name == "" {
+		return
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

@@ -427,3 +427,17 @@ func TestMetricsReplication(t *testing.T) {
 	require.Equal(t, 1.0, mustValue(t, fams, "ferry_ha_master_connected", nil))
 	require.Equal(t, 1.0, mustValue(t, fams, "ferry_broker_info", map[string]string{"role": "SLAVE"}))
 }
+
+// noBroker is a BrokerSource between two roles of a failover agent.
+type noBroker struct{}
+
+func (noBroker) Metrics() broker.Metrics { return broker.Metrics{} }
+
+// A source with no broker sends nothing: no series with empty labels.
+func TestMetricsNoBrokerSendsNothing(t *testing.T) {
+	reg := observe.NewRegistry()
+	reg.MustRegister(observe.NewBrokerCollector(noBroker{}))
+	for name := range scrape(t, serveMetrics(t, reg)) {
+		require.False(t, strings.HasPrefix(name, "rocketmq_") || strings.HasPrefix(name, "ferry_"), name)
+	}
+}
