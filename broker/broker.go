@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,7 @@ type Broker struct {
 	reply   *replier
 	epochs  *epochCacheHandler
 	gate    *acl.Gate // in front of every handler with ACL on; nil otherwise
+	meters  *meters   // /metrics label bounds, and counters with Options.MetricsEnable
 
 	server *remoting.Server
 	nsrv   *remoting.Client
@@ -127,6 +129,7 @@ func New(opts Options) (*Broker, error) {
 		kickRegister: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		conns:        &conns{},
+		meters:       newMeters(&opts),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	if b.opts.ACL == nil && b.opts.ACLFile != "" {
@@ -167,6 +170,9 @@ func (b *Broker) openParts() error {
 	so.StoreHost = netip.MustParseAddrPort(o.AdvertisedAddr)
 	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
 	so.Notify = b.dispatched
+	if o.MetricsEnable {
+		so.FS = &syncTimedFS{FS: so.FS, dir: filepath.Join(filepath.Clean(so.Dir), store.CommitLogDirName), h: b.meters.flush}
+	}
 	b.clients = clients.New(clients.Options{Logger: o.Logger})
 	var err error
 	if b.store, err = store.Open(so); err != nil {
@@ -230,8 +236,12 @@ func (b *Broker) buildHandlers() {
 	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
 	b.rates = newBrokerRates(o.Clock, b.damageInfo)
 	sql := newSQLFilters(o.EnablePropertyFilter)
+	var counts *meters // nil: the hot paths count nothing
+	if o.MetricsEnable {
+		counts = b.meters
+	}
 	b.pull = newPuller(&puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates},
+		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates, counts: counts},
 		o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.polls = b.pull.polls
 
@@ -241,7 +251,7 @@ func (b *Broker) buildHandlers() {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
-		rates: b.rates, repl: b.repl,
+		rates: b.rates, repl: b.repl, counts: counts,
 	}
 	b.txh = &txHandler{tx: b.tx, records: b.store}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
@@ -313,6 +323,9 @@ func (b *Broker) Start(ln net.Listener) error {
 	so.MaxRequestBytes = o.MaxRequestBytes
 	so.IdleTimeout = o.IdleTimeout
 	so.Logger = o.Logger
+	if o.MetricsEnable {
+		so.Observer = &b.meters.rpc
+	}
 	w := o.Workers
 	so.Pools = []remoting.PoolOptions{
 		{Name: remoting.DefaultPool, Workers: w.Admin, QueueSize: 10000},

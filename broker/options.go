@@ -218,6 +218,18 @@ type Options struct {
 	// promptly: it must not wait for the broker's Shutdown (signal the agent's own loop).
 	OnFenced func(reason error)
 
+	// MetricsEnable keeps the counters of /metrics that the send and pull paths and the
+	// remoting server count into: messages and bytes in and out, message sizes, request
+	// latencies and SYSTEM_BUSY answers, commit-log flush latencies, and the pull offsets
+	// behind rocketmq_consumer_inflight_messages (see Metrics). Off, those are absent
+	// and nothing is counted; what /metrics reads on a scrape (lag, backlogs, disk,
+	// replication) is still served. Default true.
+	MetricsEnable bool
+	// MetricsMaxTopics and MetricsMaxGroups bound the topic and consumer_group label
+	// values of /metrics: the first that many topics and groups the broker reports get
+	// series of their own, the others share MetricsOtherLabel (default 1000 each).
+	MetricsMaxTopics, MetricsMaxGroups int
+
 	// ConfigProperties, when set, lists the settings GET_BROKER_CONFIG reports, under
 	// RocketMQ's property names, from the options as New resolved them (the ACL file
 	// loaded). The launcher sets it from the configuration's key table (package conf), so
@@ -263,6 +275,9 @@ func DefaultOptions() Options {
 		TransactionCheckMax:           15,
 		MinInSyncReplicas:             1,
 		HAMaxTimeSlaveNotCatchup:      15 * time.Second,
+		MetricsEnable:                 true,
+		MetricsMaxTopics:              1000,
+		MetricsMaxGroups:              1000,
 		Logger:                        zerolog.Nop(),
 		Clock:                         time.Now,
 	}
@@ -309,6 +324,8 @@ func (o *Options) Validate() error {
 		return bad("AccessMessageInMemoryMaxRatio %d is not a percentage", o.AccessMessageInMemoryMaxRatio)
 	case o.MinInSyncReplicas < 1:
 		return bad("MinInSyncReplicas %d must be at least 1", o.MinInSyncReplicas)
+	case o.MetricsMaxTopics < 1 || o.MetricsMaxGroups < 1:
+		return bad("MetricsMaxTopics %d and MetricsMaxGroups %d must be at least 1", o.MetricsMaxTopics, o.MetricsMaxGroups)
 	}
 	if err := o.validateControllerMode(); err != nil {
 		return bad("%v", err)

@@ -53,6 +53,7 @@ type puller struct {
 	slaveRead bool
 	sql       *sqlFilters  // SQL92 subscriptions (enablePropertyFilter)
 	rates     *brokerRates // counts served messages; nil in some unit tests
+	counts    *meters      // /metrics counters and pull offsets; nil: off (Options.MetricsEnable)
 }
 
 // newPuller returns pl, its parts filled in by the caller, with its long-poll holder,
@@ -174,6 +175,9 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 	if code == protocol.Success {
 		if pl.rates != nil {
 			pl.rates.gets.add(int64(len(r.Messages)))
+		}
+		if pl.counts != nil {
+			pl.counts.countOut(h.Topic, h.ConsumerGroup, h.QueueID, len(r.Messages), int64(r.Bytes), next)
 		}
 		resp.BodyVec = r.Messages
 		resp.OnWritten = func(error) { r.Release() }

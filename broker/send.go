@@ -77,6 +77,7 @@ type sender struct {
 	scratch    sync.Pool    // of *sendScratch
 	rates      *brokerRates // counts stored messages; nil in some unit tests
 	repl       *replication // wakes slaves and waits for them (SYNC_MASTER); nil in unit tests
+	counts     *meters      // /metrics counters; nil: off (Options.MetricsEnable)
 }
 
 // sendScratch is the per-request working memory of a send, pooled so that a plain send
@@ -149,7 +150,7 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	}
 	switch kind {
 	case sendPrepared:
-		return s.prepare(ctx, ch, req, &recs[0], sp)
+		return s.prepare(ctx, ch, req, h.Topic, &recs[0], sp)
 	case sendPlain:
 		if err := s.retry.redirectExhausted(&h, &recs[0], sp); err != nil {
 			return nil, err
@@ -169,6 +170,9 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	}
 	if s.rates != nil {
 		s.rates.puts.add(int64(res.Count))
+	}
+	if s.counts != nil {
+		s.counts.countIn(h.Topic, res.Count, int64(res.Bytes))
 	}
 	resp := respond(req, s.repl.afterPut(ctx, res.NextOffset(), sp.WaitStore(), sendCode(res)), "")
 	rh := protocol.SendMessageResponseHeader{
@@ -316,10 +320,11 @@ func (s *sender) batchRecords(body []byte, h *protocol.SendMessageRequestHeader,
 	return recs, first, nil
 }
 
-// prepare stores a half message and builds the send response. The connection it came on
+// prepare stores a half message of topic and builds the send response. The connection it came on
 // is remembered per producer group as the fallback target of checks (a Go producer that
 // sends before its first heartbeat is otherwise invisible for up to 30 s).
-func (s *sender) prepare(ctx context.Context, ch remoting.Channel, req *remoting.Command, rec *message.Record, sp *message.SendProps) (*remoting.Command, error) {
+func (s *sender) prepare(ctx context.Context, ch remoting.Channel, req *remoting.Command, topic string, rec *message.Record,
+	sp *message.SendProps) (*remoting.Command, error) {
 	s.conns.rememberTx(string(sp.ProducerGroup), ch)
 	res, err := s.tx.PrepareScanned(rec, sp, sp.WaitStore())
 	if err != nil {
@@ -327,6 +332,9 @@ func (s *sender) prepare(ctx context.Context, ch remoting.Channel, req *remoting
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
 		return nil, storeError(err)
+	}
+	if s.counts != nil {
+		s.counts.countIn(topic, 1, int64(res.Append.Bytes))
 	}
 	resp := respond(req, s.repl.afterPut(ctx, res.Append.NextOffset(), sp.WaitStore(), sendCode(res.Append)), "")
 	rh := protocol.SendMessageResponseHeader{

@@ -95,15 +95,20 @@ type BrokerConfig struct {
 	// where it also covers the name server). Key broker.httpListen, env
 	// FERRY_BROKER_HTTP_LISTEN, flag --http-listen.
 	HTTPListen string `mapstructure:"httpListen" default:"" check:"listenOrOff" process:"command" meaning:"HTTP address of /healthz, /readyz and /metrics (TLS as broker.tlsMode); empty = off"`
+	// MetricsEnable keeps the counters of /metrics the send and pull paths and the
+	// remoting server count into (messages and bytes in and out, sizes, request and flush
+	// latencies, SYSTEM_BUSY answers); off, they are absent and nothing is counted.
+	// Default true. Key broker.metricsEnable, env FERRY_BROKER_METRICS_ENABLE.
+	MetricsEnable bool `mapstructure:"metricsEnable" default:"true" option:"MetricsEnable" meaning:"count messages, bytes and latencies for /metrics on the send and pull paths"`
 	// MetricsMaxTopics bounds the topic label values of /metrics: beyond this
 	// many topics, series sum under topic="_other_". Default 1000. Key
 	// broker.metricsMaxTopics, env FERRY_BROKER_METRICS_MAX_TOPICS.
-	MetricsMaxTopics int `mapstructure:"metricsMaxTopics" default:"1000" check:"positive" process:"command" meaning:"topic label values of /metrics; beyond them series sum under _other_"`
+	MetricsMaxTopics int `mapstructure:"metricsMaxTopics" default:"1000" check:"positive" option:"MetricsMaxTopics" meaning:"topic label values of /metrics; beyond them series sum under _other_"`
 	// MetricsMaxGroups bounds the consumer_group label values of /metrics:
 	// beyond this many groups, series sum under consumer_group="_other_".
 	// Default 1000. Key broker.metricsMaxGroups, env
 	// FERRY_BROKER_METRICS_MAX_GROUPS.
-	MetricsMaxGroups int `mapstructure:"metricsMaxGroups" default:"1000" check:"positive" process:"command" meaning:"consumer_group label values of /metrics; beyond them series sum under _other_"`
+	MetricsMaxGroups int `mapstructure:"metricsMaxGroups" default:"1000" check:"positive" option:"MetricsMaxGroups" meaning:"consumer_group label values of /metrics; beyond them series sum under _other_"`
 	// AdvertisedAddr is the host:port written into stored records (store
 	// host, hence offset message ids) and registered in routes; clients
 	// connect to it. Empty means Listen, which then needs a specific host.

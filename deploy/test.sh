@@ -22,6 +22,10 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
     sleep 0.5
   done
 }
+http_get() { # http_get PATH: the body broker-a's HTTP listener (published on 127.0.0.1:9880) answers
+  exec 3<>/dev/tcp/127.0.0.1/9880 && printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$1" >&3 && sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
 count_records() { # count_records CONTAINER: records in that broker's commit log (read-only dump)
   docker exec "ferry-$1" /ferryctl dump commitlog --data-dir /data --verify -o json | grep -o '"records": *[0-9]*' | grep -o '[0-9]*$'
 }
@@ -35,6 +39,10 @@ wait_for 30 "the topic routed" ctl topic route -t DeployTopic
 ctl send -t DeployTopic --count 400 "before the kill" -o json > /tmp/ferry-deploy-sent1.json || fail "sends to the SYNC_MASTERs"
 wait_for 30 "broker-a-s holds broker-a's records" sh -c "[ \"\$(count_records broker-a-s)\" = \"\$(count_records broker-a)\" ]"
 wait_for 30 "broker-b-s holds broker-b's records" sh -c "[ \"\$(count_records broker-b-s)\" = \"\$(count_records broker-b)\" ]"
+in_a=$(http_get /metrics | grep '^rocketmq_messages_in_total{topic="DeployTopic"}' | grep -o '[0-9]*$' || true)
+[ "${in_a:-0}" -gt 0 ] || fail "broker-a's /metrics counts no message in for DeployTopic"
+http_get /readyz | grep -q '"ok":true' || fail "broker-a's /readyz is not ready"
+echo "broker-a's /metrics counted $in_a messages in; /readyz ready"
 before_a=$(count_records broker-a)
 echo "broker-a stored $before_a records, its slave the same"
 

@@ -2,15 +2,21 @@ package observe
 
 import (
 	"net/http"
-	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ferrymq/ferry/broker"
+	"github.com/ferrymq/ferry/internal/meter"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // OtherLabel is the label value the series beyond the cardinality bound aggregate under.
-const OtherLabel = "_other_"
+const OtherLabel = broker.MetricsOtherLabel
 
 // NewRegistry returns a registry of its own (never Prometheus's global one) holding the
 // Go runtime and process collectors.
@@ -33,118 +39,249 @@ type promLogger struct{ s *Server }
 func (l promLogger) Println(v ...any) { l.s.opts.Logger.Error().Msgf("metrics: %v", v) }
 
 // BrokerSource is what the broker collector reads on each scrape; *broker.Broker has it.
-// Each method reads what the broker already keeps.
+// A zero Metrics (no broker name: a failover agent between two roles) sends nothing.
 type BrokerSource interface {
-	TopicCount() int
-	GroupCount() int
-	CommitLogSize() int64
-	StoreDamage() (badReads, quarantinedRanges int64)
-	HASlaves() (n int, ok bool)
-	EachTopicIn(fn func(topic string, messages int64))
-	EachGroupOut(fn func(topic, group string, messages int64))
+	Metrics() broker.Metrics
 }
 
-// BrokerCollector names a broker's numbers as Prometheus metrics, read on each scrape
-// (no goroutine of its own). At most maxTopics topic label values and maxGroups group
-// label values are exported; the rest sum under OtherLabel.
+// Label names (RocketMQ 5's where it has one).
+const (
+	labelTopic       = "topic"
+	labelGroup       = "consumer_group"
+	labelRequest     = "request_code"
+	labelResponse    = "response_code"
+	labelLongPolling = "is_long_polling"
+	labelBrokerID    = "broker_id"
+)
+
+// desc builds a descriptor.
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// BrokerCollector names a broker's numbers (broker.Metrics) as Prometheus metrics, read
+// on each scrape (no goroutine of its own). The broker bounds the topic and group label
+// values itself (broker.Options.MetricsMaxTopics, MetricsMaxGroups). docs/operations.md
+// describes every metric.
 type BrokerCollector struct {
-	src                  BrokerSource
-	maxTopics, maxGroups int
+	src BrokerSource
 
-	messagesIn, messagesOut, topics, groups, storage, badReads, quarantined, slaves *prometheus.Desc
+	info                                                   *prometheus.Desc
+	messagesIn, throughputIn, messageSize                  *prometheus.Desc
+	messagesOut, throughputOut                             *prometheus.Desc
+	lag, inflight, ready, queueingLatency, lagLatency      *prometheus.Desc
+	rpcLatency, systemBusy                                 *prometheus.Desc
+	topics, groups, producerConns, consumerConns           *prometheus.Desc
+	storageSize, flushBehind, dispatchBehind, diskUsed     *prometheus.Desc
+	flushLatency, badReads, quarantined, scrubs, findings  *prometheus.Desc
+	slaves, replLag, syncStateSet, masterEpoch, masterConn *prometheus.Desc
+	halfMessages, scheduled, requestBytes, requestLimit    *prometheus.Desc
 }
 
-// NewBrokerCollector returns a collector of src bounded by maxTopics and maxGroups
-// (each at least 1).
-func NewBrokerCollector(src BrokerSource, maxTopics, maxGroups int) *BrokerCollector {
-	return &BrokerCollector{src: src, maxTopics: max(maxTopics, 1), maxGroups: max(maxGroups, 1),
-		messagesIn: prometheus.NewDesc("rocketmq_messages_in_total",
-			"Messages stored in the topic since it was created (the sum of its queues' max offsets).", []string{"topic"}, nil),
-		messagesOut: prometheus.NewDesc("rocketmq_messages_out_total",
-			"Messages the consumer group consumed from the topic (the sum of its committed queue offsets).",
-			[]string{"topic", "consumer_group"}, nil),
-		topics:  prometheus.NewDesc("rocketmq_topic_number", "Topics in the broker's topic table.", nil, nil),
-		groups:  prometheus.NewDesc("rocketmq_consumer_group_number", "Subscription groups in the broker's group table.", nil, nil),
-		storage: prometheus.NewDesc("rocketmq_storage_size", "Bytes of commit log the store holds.", nil, nil),
-		badReads: prometheus.NewDesc("ferry_storage_bad_reads_total",
-			"Records pulls, queries and views found damaged and did not serve, since the store opened.", nil, nil),
-		quarantined: prometheus.NewDesc("ferry_storage_quarantined_ranges",
-			"Damaged commit-log ranges recovery set aside since the store opened.", nil, nil),
-		slaves: prometheus.NewDesc("ferry_ha_slaves", "Slaves connected to this master.", nil, nil),
+// NewBrokerCollector returns a collector of src.
+func NewBrokerCollector(src BrokerSource) *BrokerCollector {
+	tg := []string{labelTopic, labelGroup}
+	return &BrokerCollector{src: src,
+		info: desc("ferry_broker_info", "Always 1: the broker's cluster, name, id and role.",
+			"cluster", "broker_name", labelBrokerID, "role"),
+		messagesIn: desc("rocketmq_messages_in_total",
+			"Messages stored by send requests (SEND_MESSAGE, _V2, SEND_BATCH_MESSAGE) for the topic since the broker started.", labelTopic),
+		throughputIn: desc("rocketmq_throughput_in_total",
+			"Bytes of the records send requests stored for the topic since the broker started.", labelTopic),
+		messageSize: desc("rocketmq_message_size",
+			"Stored message sizes in bytes: one observation per send request, its bytes over its messages.", labelTopic),
+		messagesOut: desc("rocketmq_messages_out_total",
+			"Messages pull answers carried to the consumer group from the topic since the broker started.", tg...),
+		throughputOut: desc("rocketmq_throughput_out_total",
+			"Bytes of the records pull answers carried to the consumer group from the topic since the broker started.", tg...),
+		lag: desc("rocketmq_consumer_lag_messages",
+			"Messages stored and not committed by the group: max offset minus committed offset, summed over the topic's queues.", tg...),
+		inflight: desc("rocketmq_consumer_inflight_messages",
+			"Messages pulled by the group and not committed: pull offset minus committed offset, summed over the queues.", tg...),
+		ready: desc("rocketmq_consumer_ready_messages",
+			"Messages not pulled by the group yet: max offset minus pull offset, summed over the queues.", tg...),
+		queueingLatency: desc("rocketmq_consumer_queueing_latency",
+			"Milliseconds the oldest message the group has not pulled yet has been stored (0: none).", tg...),
+		lagLatency: desc("rocketmq_consumer_lag_latency",
+			"Milliseconds the oldest message the group has not committed yet has been stored (0: none).", tg...),
+		rpcLatency: desc("rocketmq_rpc_latency",
+			"Milliseconds from a request's arrival to its answer being queued, by request and response code (held long polls apart).",
+			labelRequest, labelResponse, labelLongPolling),
+		systemBusy: desc("ferry_system_busy_total",
+			"Requests answered SYSTEM_BUSY (a full worker queue, the request-memory limit, shutting down) since the broker started.",
+			labelRequest),
+		topics:        desc("rocketmq_topic_number", "Topics in the broker's topic table."),
+		groups:        desc("rocketmq_consumer_group_number", "Subscription groups in the broker's group table."),
+		producerConns: desc("rocketmq_producer_connections", "Producer connections, one per producer group a connection registered."),
+		consumerConns: desc("rocketmq_consumer_connections", "Consumer connections of the group.", labelGroup),
+		storageSize:   desc("rocketmq_storage_size", "Bytes of commit log the store holds."),
+		flushBehind: desc("rocketmq_storage_flush_behind_bytes",
+			"Bytes of commit log written and not yet flushed to disk."),
+		dispatchBehind: desc("rocketmq_storage_dispatch_behind_bytes",
+			"Bytes of commit log not yet dispatched to the consume queues and index."),
+		diskUsed: desc("ferry_storage_disk_used_ratio", "Used fraction of the store's disk, 0 to 1."),
+		flushLatency: desc("ferry_storage_flush_latency_seconds",
+			"Seconds each sync of commit-log data took (a flush spanning two segments is two)."),
+		badReads: desc("ferry_storage_bad_reads_total",
+			"Records pulls, queries and views found damaged and did not serve, since the store opened."),
+		quarantined: desc("ferry_storage_quarantined_ranges",
+			"Damaged commit-log ranges recovery set aside since the store opened."),
+		scrubs:   desc("ferry_storage_scrubs_total", "Background scrubs finished since the store opened."),
+		findings: desc("ferry_storage_scrub_findings_total", "Damaged ranges and bad or missing units the scrubs reported."),
+		slaves:   desc("ferry_ha_slaves", "Slaves connected to this master."),
+		replLag: desc("ferry_ha_replication_lag_bytes",
+			"Bytes the slave is behind this master's commit log end (its last acknowledgement).", labelBrokerID),
+		syncStateSet: desc("ferry_ha_sync_state_set_size",
+			"Members of the SyncStateSet in force, this master included (controller mode)."),
+		masterEpoch: desc("ferry_ha_master_epoch", "The master epoch this broker serves under (controller mode)."),
+		masterConn:  desc("ferry_ha_master_connected", "1 when this slave is connected to its master's HA port, else 0."),
+		halfMessages: desc("ferry_transaction_half_messages",
+			"Prepared transaction messages not yet committed, rolled back or discarded."),
+		scheduled: desc("ferry_schedule_messages_waiting",
+			"Delayed messages parked and not yet delivered to their topic."),
+		requestBytes: desc("ferry_remoting_request_bytes",
+			"Bytes of request frames the broker holds (being received, queued or handled)."),
+		requestLimit: desc("ferry_remoting_request_bytes_limit",
+			"The bound on ferry_remoting_request_bytes; beyond it requests are answered SYSTEM_BUSY."),
 	}
+}
+
+// descs lists every descriptor.
+func (c *BrokerCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.info, c.messagesIn, c.throughputIn, c.messageSize, c.messagesOut, c.throughputOut,
+		c.lag, c.inflight, c.ready, c.queueingLatency, c.lagLatency, c.rpcLatency, c.systemBusy,
+		c.topics, c.groups, c.producerConns, c.consumerConns, c.storageSize, c.flushBehind, c.dispatchBehind,
+		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
+		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
+		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
 func (c *BrokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.messagesIn, c.messagesOut, c.topics, c.groups, c.storage, c.badReads, c.quarantined, c.slaves} {
+	for _, d := range c.descs() {
 		ch <- d
 	}
 }
 
 // Collect reads the broker's numbers and sends them.
 func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(c.topics, prometheus.GaugeValue, float64(c.src.TopicCount()))
-	ch <- prometheus.MustNewConstMetric(c.groups, prometheus.GaugeValue, float64(c.src.GroupCount()))
-	ch <- prometheus.MustNewConstMetric(c.storage, prometheus.GaugeValue, float64(c.src.CommitLogSize()))
-	bad, quarantined := c.src.StoreDamage()
-	ch <- prometheus.MustNewConstMetric(c.badReads, prometheus.CounterValue, float64(bad))
-	ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, float64(quarantined))
-	if n, ok := c.src.HASlaves(); ok {
-		ch <- prometheus.MustNewConstMetric(c.slaves, prometheus.GaugeValue, float64(n))
+	m := c.src.Metrics()
+	if m.Info.Name == "" {
+		return
 	}
-
-	in := map[string]int64{}
-	c.src.EachTopicIn(func(topic string, n int64) { in[topic] += n })
-	type pair struct{ topic, group string }
-	out := map[pair]int64{}
-	c.src.EachGroupOut(func(topic, group string, n int64) { out[pair{topic, group}] += n })
-
-	topicNames := make([]string, 0, len(in)+len(out))
-	for t := range in {
-		topicNames = append(topicNames, t)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	groupNames := make([]string, 0, len(out))
-	for p := range out {
-		topicNames = append(topicNames, p.topic)
-		groupNames = append(groupNames, p.group)
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	topics, groups := newBound(topicNames, c.maxTopics), newBound(groupNames, c.maxGroups)
-
-	bounded := map[string]int64{}
-	for t, n := range in {
-		bounded[topics.label(t)] += n
+	gauge(c.info, 1, m.Info.Cluster, m.Info.Name, strconv.FormatInt(m.Info.ID, 10), m.Info.Role.String())
+	gauge(c.topics, float64(m.Topics))
+	gauge(c.groups, float64(m.Groups))
+	gauge(c.storageSize, float64(m.StorageSize))
+	gauge(c.flushBehind, float64(m.FlushBehind))
+	gauge(c.dispatchBehind, float64(m.DispatchBehind))
+	gauge(c.diskUsed, m.DiskUsedRatio)
+	counter(c.badReads, float64(m.Damage.BadReads))
+	gauge(c.quarantined, float64(m.Damage.QuarantinedRanges))
+	counter(c.scrubs, float64(m.Damage.Scrubs))
+	counter(c.findings, float64(m.Damage.ScrubFindings))
+	gauge(c.halfMessages, float64(m.HalfMessages))
+	gauge(c.scheduled, float64(m.ScheduledMessages))
+	gauge(c.requestBytes, float64(m.RequestBytes))
+	gauge(c.requestLimit, float64(m.RequestBytesLimit))
+	gauge(c.producerConns, float64(m.ProducerConnections))
+	for _, g := range m.ConsumerConnections {
+		gauge(c.consumerConns, float64(g.N), g.Group)
 	}
-	for t, n := range bounded {
-		ch <- prometheus.MustNewConstMetric(c.messagesIn, prometheus.CounterValue, float64(n), t)
+	if ms := m.Master; ms != nil {
+		gauge(c.slaves, float64(ms.Slaves))
+		for _, s := range ms.SlaveLag {
+			gauge(c.replLag, float64(s.Bytes), s.BrokerID)
+		}
+		if ms.SyncStateSet >= 0 {
+			gauge(c.syncStateSet, float64(ms.SyncStateSet))
+			gauge(c.masterEpoch, float64(ms.MasterEpoch))
+		}
 	}
-	boundedOut := map[pair]int64{}
-	for p, n := range out {
-		boundedOut[pair{topics.label(p.topic), groups.label(p.group)}] += n
+	if s := m.Slave; s != nil {
+		gauge(c.masterConn, boolValue(s.Connected))
 	}
-	for p, n := range boundedOut {
-		ch <- prometheus.MustNewConstMetric(c.messagesOut, prometheus.CounterValue, float64(n), p.topic, p.group)
+	for _, l := range m.Lag {
+		gauge(c.lag, float64(l.Lag), l.Topic, l.Group)
+		gauge(c.inflight, float64(l.Inflight), l.Topic, l.Group)
+		gauge(c.ready, float64(l.Ready), l.Topic, l.Group)
+		gauge(c.queueingLatency, float64(l.QueueingLatency.Milliseconds()), l.Topic, l.Group)
+		gauge(c.lagLatency, float64(l.LagLatency.Milliseconds()), l.Topic, l.Group)
 	}
+	if !m.Counting {
+		return
+	}
+	for _, in := range m.In {
+		counter(c.messagesIn, float64(in.Messages), in.Topic)
+		counter(c.throughputIn, float64(in.Bytes), in.Topic)
+		ch <- constHistogram(c.messageSize, in.Size, 1, in.Topic)
+	}
+	for _, out := range m.Out {
+		counter(c.messagesOut, float64(out.Messages), out.Topic, out.Group)
+		counter(c.throughputOut, float64(out.Bytes), out.Topic, out.Group)
+	}
+	busy := map[string]uint64{}
+	for _, r := range m.RPC {
+		req := requestCodeLabel(r.Request)
+		ch <- constHistogram(c.rpcLatency, r.Latency, 1e6, req, responseCodeLabel(r.Response), strconv.FormatBool(r.Held))
+		if r.Response == remoting.CodeSystemBusy {
+			busy[req] += r.Latency.Count()
+		}
+	}
+	for req, n := range busy {
+		counter(c.systemBusy, float64(n), req)
+	}
+	ch <- constHistogram(c.flushLatency, m.FlushLatency, 1e9)
 }
 
-// bound keeps the first limit distinct values in name order as label values and maps
-// the others to OtherLabel: the same values keep their series from scrape to scrape.
-type bound map[string]struct{}
-
-// newBound keeps the first limit distinct names of names (which it sorts) in order.
-func newBound(names []string, limit int) bound {
-	slices.Sort(names)
-	names = slices.Compact(names)
-	b := make(bound, min(limit, len(names)))
-	for _, n := range names[:min(limit, len(names))] {
-		b[n] = struct{}{}
+// constHistogram exports s, whose values are divided by scale (1e6: nanoseconds to
+// milliseconds, 1e9: to seconds).
+func constHistogram(d *prometheus.Desc, s meter.HistogramSnapshot, scale float64, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(s.Bounds))
+	var cum uint64
+	for i, b := range s.Bounds {
+		cum += s.Counts[i]
+		buckets[float64(b)/scale] = cum
 	}
-	return b
+	return prometheus.MustNewConstHistogram(d, s.Count(), float64(s.Sum)/scale, buckets, labels...)
 }
 
-// label is v when it is kept, OtherLabel otherwise.
-func (b bound) label(v string) string {
-	if _, ok := b[v]; ok {
-		return v
+// boolValue is 1 for true, 0 for false.
+func boolValue(b bool) float64 {
+	if b {
+		return 1
 	}
-	return OtherLabel
+	return 0
+}
+
+// requestCodeLabel is RocketMQ's request_code label value: the code's name in lower case
+// ("send_message_v2"), or its number when it has none.
+func requestCodeLabel(code int16) string {
+	if code == broker.RPCOtherCode {
+		return OtherLabel
+	}
+	return codeLabel(protocol.RequestCode(code).String(), code)
+}
+
+// responseCodeLabel is response_code's ("success", "system_busy").
+func responseCodeLabel(code int16) string {
+	if code == broker.RPCOtherCode {
+		return OtherLabel
+	}
+	return codeLabel(protocol.ResponseCode(code).String(), code)
+}
+
+// codeLabel lower-cases a code's name; the generated String of a code without a name
+// ends in its number in parentheses, which becomes the number alone.
+func codeLabel(name string, code int16) string {
+	if strings.HasSuffix(name, ")") {
+		return strconv.Itoa(int(code))
+	}
+	return strings.ToLower(name)
 }

@@ -156,6 +156,9 @@ type Command struct {
 	held int64
 	// frame is the pooled buffer this decoded command points into (framepool.go), or nil.
 	frame *[]byte
+	// arrived is when a Server with an Observer read this request, in nanoseconds since
+	// the server's epoch (monotonic); 0 when not stamped.
+	arrived int64
 
 	// reply tracks a served request: replyPending while its handler runs, then
 	// replyDeferred or replyDone. A deferred request stays in flight until Reply.

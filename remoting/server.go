@@ -61,6 +61,21 @@ type ServerOptions struct {
 	// beside plain connections (TLSPermissive); see the package documentation. nil serves
 	// plain connections only.
 	TLS *TLSConfig
+	// Observer, if set, is told of every request the server answers (for latency and
+	// SYSTEM_BUSY metrics). nil: nothing is measured, not even the arrival time.
+	Observer RequestObserver
+}
+
+// RequestObserver sees the requests a Server answers. Answered runs on the goroutine
+// that answers (a worker, the connection's reader for a refusal, or whoever completes a
+// deferred reply), once per answered request, so it must be cheap and must not block.
+type RequestObserver interface {
+	// Answered reports a request of code request answered with code response, elapsed
+	// after its frame was read (worker-queue wait and handling included, up to the
+	// response being queued for the socket). held reports a response the handler
+	// deferred and completed later through Channel.Reply (a held long poll). Oneway
+	// requests, which get no answer, are not reported.
+	Answered(request, response int16, held bool, elapsed time.Duration)
 }
 
 // DefaultMaxRequestBytes is the default server-wide bound on buffered request bytes
@@ -160,6 +175,7 @@ type Server struct {
 	nextID   atomic.Uint64
 
 	reqBytes    atomic.Int64    // request-frame bytes held (see server_read.go)
+	epoch       time.Time       // Command.arrived counts from here (monotonic), with an Observer
 	connLimit   int64           // effective MaxConnRequestBytes
 	totalLimit  int64           // effective MaxRequestBytes
 	refused     logging.Sampler // the warning for refused frames
@@ -208,6 +224,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		served: make(chan struct{}),
 		failed: make(chan struct{}),
 		poison: poisonFrames,
+		epoch:  time.Now(),
 	}
 	s.connLimit, s.totalLimit = opts.requestLimits()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -498,6 +515,7 @@ func (s *Server) dispatch(c *serverConn, cmd *Command) {
 		return
 	}
 	c.lastType.Store(uint32(cmd.SerializeType))
+	s.stamp(cmd)
 	rt, ok := s.routes[cmd.Code]
 	if !ok {
 		s.log.Debug().Int16("code", cmd.Code).Str("remote", c.remote).Msg("request code not supported")
@@ -520,6 +538,27 @@ func (s *Server) dispatch(c *serverConn, cmd *Command) {
 		s.requestDone(c, cmd)
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "["+rt.pool.name+"] too many requests queued, try later"))
 	}
+}
+
+// stamp records a request's arrival when an Observer will want its latency.
+func (s *Server) stamp(cmd *Command) {
+	if s.opts.Observer != nil {
+		cmd.arrived = max(int64(time.Since(s.epoch)), 1) // 0 means "not stamped"
+	}
+}
+
+// observe tells the Observer, if any, that req was answered with code; held reports a
+// deferred answer.
+func (s *Server) observe(req *Command, code int16, held bool) {
+	o := s.opts.Observer
+	if o == nil || req.IsOneway() {
+		return
+	}
+	var elapsed time.Duration
+	if req.arrived != 0 {
+		elapsed = time.Since(s.epoch) - time.Duration(req.arrived)
+	}
+	o.Answered(req.Code, code, held, elapsed)
 }
 
 // run executes one request on a pool worker.

@@ -139,6 +139,7 @@ func (c *serverConn) abort(err error, what string) error {
 
 // Reply implements Channel. Whoever answers a request ends it, exactly once.
 func (c *serverConn) Reply(req, resp *Command) error {
+	var held bool
 	for {
 		st := req.reply.Load()
 		if st == replyDone {
@@ -146,9 +147,11 @@ func (c *serverConn) Reply(req, resp *Command) error {
 			return errAlreadyReplied
 		}
 		if req.reply.CompareAndSwap(st, replyDone) {
+			held = st == replyDeferred
 			break
 		}
 	}
+	code := resp.Code // before the write: the response may be recycled once written
 	var err error
 	if req.IsOneway() {
 		resp.written(nil)
@@ -162,8 +165,10 @@ func (c *serverConn) Reply(req, resp *Command) error {
 			fallback := NewResponse(req, CodeSystemError, "response could not be sent: "+err.Error())
 			prepareReply(req, fallback)
 			_ = c.write(fallback)
+			code = CodeSystemError
 		}
 	}
+	c.srv.observe(req, code, held)
 	c.srv.requestDone(c, req)
 	return err
 }
@@ -174,7 +179,9 @@ func (c *serverConn) replyNow(req, resp *Command) {
 		return
 	}
 	prepareReply(req, resp)
+	code := resp.Code
 	_ = c.write(resp)
+	c.srv.observe(req, code, false)
 }
 
 // write queues cmd's frame on the connection (see outQueue).

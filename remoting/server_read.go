@@ -270,6 +270,7 @@ func (c *serverConn) refuse(head []byte, frameLen int, why string) error {
 		}
 	default:
 		c.lastType.Store(uint32(cmd.SerializeType))
+		c.srv.stamp(cmd)
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy,
 			fmt.Sprintf("[REQUEST_BYTES] a %d-byte frame was refused: %s, try later", frameLen, why)))
 	}
@@ -292,3 +293,7 @@ func (s *Server) logRefused(c *serverConn, cmd *Command, frameLen int, why strin
 // being received, queued for a worker or being handled, on all connections. It is what
 // MaxRequestBytes bounds.
 func (s *Server) RequestBytes() int64 { return s.reqBytes.Load() }
+
+// RequestBytesLimit is the server-wide bound on RequestBytes (the effective
+// MaxRequestBytes).
+func (s *Server) RequestBytesLimit() int64 { return s.totalLimit }

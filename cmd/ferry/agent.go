@@ -5,6 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/broker"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/failover"
 	"github.com/ferrymq/ferry/internal/mmap"
@@ -32,59 +33,14 @@ func startAgent(cfg *conf.Config, log zerolog.Logger, ln net.Listener, fsys mmap
 }
 
 // agentBroker is the broker an agent runs now, as the metrics collector reads it
-// (observe.BrokerSource): zeros between two roles.
+// (observe.BrokerSource): no metrics between two roles. A role change starts a new
+// Broker, whose counters start from zero (a counter reset to Prometheus).
 type agentBroker struct{ a *failover.Agent }
 
-// TopicCount is the current broker's.
-func (s agentBroker) TopicCount() int {
+// Metrics is the current broker's, or the zero Metrics, which the collector skips.
+func (s agentBroker) Metrics() broker.Metrics {
 	if b := s.a.Broker(); b != nil {
-		return b.TopicCount()
+		return b.Metrics()
 	}
-	return 0
-}
-
-// GroupCount is the current broker's.
-func (s agentBroker) GroupCount() int {
-	if b := s.a.Broker(); b != nil {
-		return b.GroupCount()
-	}
-	return 0
-}
-
-// CommitLogSize is the current broker's.
-func (s agentBroker) CommitLogSize() int64 {
-	if b := s.a.Broker(); b != nil {
-		return b.CommitLogSize()
-	}
-	return 0
-}
-
-// StoreDamage is the current broker's.
-func (s agentBroker) StoreDamage() (badReads, quarantinedRanges int64) {
-	if b := s.a.Broker(); b != nil {
-		return b.StoreDamage()
-	}
-	return 0, 0
-}
-
-// HASlaves is the current broker's; not ok between roles.
-func (s agentBroker) HASlaves() (int, bool) {
-	if b := s.a.Broker(); b != nil {
-		return b.HASlaves()
-	}
-	return 0, false
-}
-
-// EachTopicIn is the current broker's.
-func (s agentBroker) EachTopicIn(fn func(topic string, messages int64)) {
-	if b := s.a.Broker(); b != nil {
-		b.EachTopicIn(fn)
-	}
-}
-
-// EachGroupOut is the current broker's.
-func (s agentBroker) EachGroupOut(fn func(topic, group string, messages int64)) {
-	if b := s.a.Broker(); b != nil {
-		b.EachGroupOut(fn)
-	}
+	return broker.Metrics{}
 }

@@ -286,7 +286,7 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		started = append(started, a)
 		probes.Set(partBroker, observe.PartFuncs{MissingFunc: a.Missing, ServeErrFunc: a.ServeErr})
 		if reg != nil {
-			reg.MustRegister(observe.NewBrokerCollector(agentBroker{a}, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
+			reg.MustRegister(observe.NewBrokerCollector(agentBroker{a}))
 		}
 	} else if ports.broker != nil {
 		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store (not ready yet)")
@@ -300,7 +300,7 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 			ServeErrFunc: b.ServeErr,
 		})
 		if reg != nil {
-			reg.MustRegister(observe.NewBrokerCollector(b, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
+			reg.MustRegister(observe.NewBrokerCollector(b))
 		}
 	}
 	if ports.controller != nil {
