@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ func (n *testNode) options() Options {
 	o.Broker = b
 	o.Controller.Addrs = []string{"fake-controller:1"}
 	o.HeartbeatInterval, o.RetryInterval = 20*time.Millisecond, 10*time.Millisecond
+	o.HandoverTimeout = 0 // the tests of handovers turn it on
 	o.Logger = testLogger(n.t)
 	return o
 }
@@ -220,15 +222,45 @@ func TestFirstBrokerBecomesMasterAndKeepsItsID(t *testing.T) {
 
 	n.stop()
 	n.start()
-	n.serving(true, 1)
+	// Restarted, the master never serves the epoch it served before: the controllers
+	// elect it again at a new one.
+	n.serving(true, 2)
 	regs := f.registrations()
 	require.Len(t, regs, 2)
 	require.Equal(t, controller.NoBroker, regs[0].BrokerID, "a new broker asks for an id")
+	require.Zero(t, regs[0].RestartEpoch, "a new broker served no epoch")
 	require.Equal(t, int64(1), regs[1].BrokerID, "a restarted one registers under its kept id")
 	require.Equal(t, end, regs[1].MaxOffset, "and reports where its log ends")
 	require.Equal(t, int32(1), regs[1].Epoch)
-	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}}, n.epochs(), "the same epoch is not recorded twice")
+	require.Equal(t, int32(1), regs[1].RestartEpoch, "and the newest epoch it may have served")
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: end}}, n.epochs(),
+		"the new epoch starts at the log's end")
 	require.Equal(t, []string{"m0", "m1"}, bodies(t, rc, n.addr))
+}
+
+// A restarted master elected at the epoch it served before (controllers that do not
+// elect again) waits, not serving, and says why; it serves once a new epoch is elected.
+func TestRestartedMasterNeverServesItsOldEpoch(t *testing.T) {
+	f := newFakeController(testGroup)
+	n := newNode(t, f)
+	n.start()
+	n.serving(true, 1)
+	n.stop()
+	f.setNoReelect(true)
+	before := f.heartbeatsOf(1)
+	n.start(func(o *Options) { o.HeartbeatInterval = time.Hour })
+	testkit.Eventually(t, waitLong, func() bool {
+		m := n.a.Missing()
+		return len(m) == 1 && strings.Contains(m[0], "may have served before it started")
+	}, "waiting for a new epoch")
+	// While it waits it asks the controllers every RetryInterval, not every hour.
+	testkit.Eventually(t, waitLong, func() bool { return f.heartbeatsOf(1) >= before+3 }, "heartbeats while waiting")
+	require.Nil(t, n.a.Broker(), "no broker serves the old epoch")
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}}, n.epochs())
+
+	f.elect(1)
+	n.serving(true, 2)
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 0}}, n.epochs())
 }
 
 func TestUnknownKeptIDFails(t *testing.T) {

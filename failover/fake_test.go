@@ -15,8 +15,11 @@ var errUnreachable = errors.New("fake controller: unreachable")
 
 // fakeController is one broker group's controller state in memory, shared by the agents
 // of a test (each through its own fakeLink): it assigns ids, elects the first broker that
-// registers, and elects whom the test says. It checks what a master quotes when it
-// changes the SyncStateSet, as the real state machine does.
+// registers, elects whom the test says, and elects a master that registers after a
+// restart again at a new epoch (at once: the real controllers compare logs first). It
+// checks what a master quotes when it changes the SyncStateSet or asks for an election,
+// as the real state machine does. A broker is alive from its registration until its
+// agent closes its link.
 type fakeController struct {
 	mu         sync.Mutex
 	view       controller.GroupView
@@ -25,6 +28,8 @@ type fakeController struct {
 	heartbeats map[int64]int
 	reports    map[int64]controller.BrokerReport
 	registered []controller.BrokerReport // every registration, in order
+	noReelect  bool                      // a restarted master is not elected again
+	elections  []int64                   // the brokers ElectFrom asked for, in order
 }
 
 func newFakeController(group string) *fakeController {
@@ -78,6 +83,28 @@ func (f *fakeController) copyLocked() controller.GroupView {
 	return v
 }
 
+// setNoReelect makes the fake ignore a restarted master's registration (as controllers
+// that do not know RestartEpoch would).
+func (f *fakeController) setNoReelect(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noReelect = v
+}
+
+// electionsAsked returns the brokers agents asked to elect (ElectFrom), in order.
+func (f *fakeController) electionsAsked() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.elections)
+}
+
+// group returns the group's state.
+func (f *fakeController) group() controller.GroupView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.copyLocked()
+}
+
 // member adds or updates a member from a report.
 func (f *fakeController) memberLocked(r controller.BrokerReport) {
 	m := controller.MemberView{ID: r.BrokerID, Addr: r.Addr, HAAddr: r.HAAddr, Alive: true, Epoch: r.Epoch, MaxOffset: r.MaxOffset}
@@ -95,6 +122,7 @@ func (f *fakeController) memberLocked(r controller.BrokerReport) {
 // fakeLink is one agent's client of a fakeController.
 type fakeLink struct {
 	f      *fakeController
+	id     int64 // the broker's id once registered
 	closed bool
 }
 
@@ -113,7 +141,11 @@ func (l *fakeLink) Register(_ context.Context, r controller.BrokerReport) (int64
 		return 0, controller.GroupView{}, fmt.Errorf("%w: %d", controller.ErrUnknownBroker, r.BrokerID)
 	}
 	f.memberLocked(r)
-	if f.view.Master == controller.NoBroker {
+	l.id = r.BrokerID
+	switch {
+	case f.view.Master == controller.NoBroker:
+		f.electLocked(r.BrokerID)
+	case f.view.Master == r.BrokerID && r.RestartEpoch >= f.view.MasterEpoch && !f.noReelect:
 		f.electLocked(r.BrokerID)
 	}
 	return r.BrokerID, f.copyLocked(), nil
@@ -156,7 +188,44 @@ func (l *fakeLink) AlterSyncStateSet(_ context.Context, group string, masterID i
 	return f.copyLocked(), nil
 }
 
+func (l *fakeLink) ElectFrom(_ context.Context, group string, id int64, masterEpoch int32) (controller.GroupView, error) {
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cut[l.id] {
+		return controller.GroupView{}, errUnreachable
+	}
+	f.elections = append(f.elections, id)
+	v := f.view
+	switch {
+	case group != v.Name:
+		return controller.GroupView{}, controller.ErrUnknownGroup
+	case masterEpoch != v.MasterEpoch && masterEpoch > 0:
+		if v.MasterEpoch > masterEpoch && v.Master == id {
+			return f.copyLocked(), nil
+		}
+		return controller.GroupView{}, controller.ErrStaleEpoch
+	case id == v.Master:
+		return controller.GroupView{}, controller.ErrMasterAlive
+	}
+	m, ok := v.Member(id)
+	if !ok || !m.Alive || !slices.Contains(v.SyncStateSet, id) {
+		return controller.GroupView{}, controller.ErrNotEligible
+	}
+	f.electLocked(id)
+	return f.copyLocked(), nil
+}
+
+// Close ends the link: its broker is no longer alive.
 func (l *fakeLink) Close() error {
 	l.closed = true
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.view.Members {
+		if m.ID == l.id {
+			f.view.Members[i].Alive = false
+		}
+	}
 	return nil
 }
