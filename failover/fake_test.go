@@ -26,6 +26,7 @@ type fakeController struct {
 	nextID     int64
 	cut        map[int64]bool // brokers that cannot reach the controllers
 	heartbeats map[int64]int
+	refused    map[int64]int // heartbeats refused because the broker is cut off
 	reports    map[int64]controller.BrokerReport
 	registered []controller.BrokerReport // every registration, in order
 	noReelect  bool                      // a restarted master is not elected again
@@ -34,7 +35,7 @@ type fakeController struct {
 
 func newFakeController(group string) *fakeController {
 	return &fakeController{view: controller.GroupView{Name: group, SyncStateSet: []int64{}}, nextID: 1,
-		cut: map[int64]bool{}, heartbeats: map[int64]int{}, reports: map[int64]controller.BrokerReport{}}
+		cut: map[int64]bool{}, heartbeats: map[int64]int{}, refused: map[int64]int{}, reports: map[int64]controller.BrokerReport{}}
 }
 
 // link returns a client of the fake for one agent.
@@ -67,6 +68,13 @@ func (f *fakeController) heartbeatsOf(id int64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.heartbeats[id]
+}
+
+// refusedOf counts the heartbeats of broker id refused while it was cut off.
+func (f *fakeController) refusedOf(id int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused[id]
 }
 
 // registrations returns every registration so far.
@@ -156,6 +164,7 @@ func (l *fakeLink) Heartbeat(_ context.Context, r controller.BrokerReport) (cont
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cut[r.BrokerID] {
+		f.refused[r.BrokerID]++
 		return controller.GroupView{}, errUnreachable
 	}
 	if _, ok := f.view.Member(r.BrokerID); !ok {
