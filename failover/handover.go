@@ -16,8 +16,9 @@ import (
 //     the slaves included, replication still running), then replication stops; from
 //     here on the log does not grow;
 //  2. asks the controllers to elect the most caught-up alive member of the set
-//     (handoverTarget), quoting its own epoch (controller.Client.ElectFrom: a group that
-//     moved on meanwhile is left alone, a retried request is idempotent);
+//     (mostCaughtUp: each says where its log ends now), quoting its own epoch
+//     (controller.Client.ElectFrom: a group that moved on meanwhile is left alone, a
+//     retried request is idempotent);
 //  3. waits until the elected broker serves the new epoch (its epoch history, as a
 //     slave would ask for it), so that the process exits only once clients can reach
 //     a master.
@@ -52,12 +53,13 @@ func (a *Agent) handOver(ctx context.Context) error {
 	t0 := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, a.opts.HandoverTimeout)
 	defer cancel()
-	a.log.Info().Int64("to", target.ID).Int64("maxOffset", target.MaxOffset).Int32("epoch", cur.role.epoch).
+	a.log.Info().Int32("epoch", cur.role.epoch).
 		Msg("handing over: stopping this master, then asking the controllers to elect an in-sync slave")
 	err := cur.b.Shutdown(ctx)
 	end := cur.b.Store().CommitLog().MaxOffset()
 	a.setLastEnd(end)
 	a.setCurrent(nil)
+	target, targetEnd := a.mostCaughtUp(hctx, v, id, target)
 	nv, eerr := a.ctl.ElectFrom(hctx, a.opts.Broker.BrokerName, target.ID, cur.role.epoch)
 	if eerr != nil {
 		a.log.Warn().Err(eerr).Int64("to", target.ID).
@@ -66,7 +68,7 @@ func (a *Agent) handOver(ctx context.Context) error {
 	}
 	m, _ := nv.Member(nv.Master)
 	a.log.Info().Int64("master", nv.Master).Int32("masterEpoch", nv.MasterEpoch).Int64("maxOffset", end).
-		Msg("handover: new master elected; waiting for it to serve")
+		Int64("masterMaxOffset", targetEnd).Msg("handover: new master elected; waiting for it to serve")
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for {
@@ -87,6 +89,40 @@ func (a *Agent) handOver(ctx context.Context) error {
 		}
 		pause.Reset(a.opts.RetryInterval)
 	}
+}
+
+// mostCaughtUp asks each alive member of v's SyncStateSet other than self where its log
+// ends now (its epoch history and max offset, GET_BROKER_EPOCH_CACHE; the heartbeats'
+// figures may be a heartbeat old) and returns the one with the highest (last epoch, max
+// offset), the lowest id on a tie, with its max offset. When none answers it returns
+// fallback, chosen from the heartbeats (handoverTarget), with its reported offset.
+func (a *Agent) mostCaughtUp(ctx context.Context, v controller.GroupView, self int64,
+	fallback controller.MemberView) (controller.MemberView, int64) {
+	best, bestEpoch, bestEnd, found := fallback, int32(0), int64(0), false
+	for _, id := range v.SyncStateSet {
+		m, ok := v.Member(id)
+		if !ok || id == self || !m.Alive {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, a.opts.Controller.Timeout)
+		hist, end, err := a.masterHistory(rctx, m.Addr)
+		cancel()
+		if err != nil {
+			a.log.Info().Err(err).Int64("brokerId", id).Msg("handover: a slave did not say where its log ends")
+			continue
+		}
+		epoch := int32(0)
+		if len(hist) > 0 {
+			epoch = hist[len(hist)-1].Epoch
+		}
+		if !found || epoch > bestEpoch || epoch == bestEpoch && end > bestEnd {
+			best, bestEpoch, bestEnd, found = m, epoch, end, true
+		}
+	}
+	if !found {
+		return fallback, fallback.MaxOffset
+	}
+	return best, bestEnd
 }
 
 // handoverTarget is the member of v's SyncStateSet, other than self, that an
