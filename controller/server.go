@@ -299,8 +299,10 @@ func (s *Server) handleRegister(_ context.Context, _ remoting.Channel, req *remo
 	if r.RestartEpoch > 0 {
 		s.live.started(term, r.Group, now)
 	}
-	if r.BrokerID != NoBroker {
-		s.live.record(term, r.Group, r.BrokerID, r.Epoch, r.MaxOffset, now)
+	if g, ok := s.node.Group(r.Group); ok && r.BrokerID != NoBroker {
+		if _, member := g.Members[r.BrokerID]; member {
+			s.live.record(term, r.Group, r.BrokerID, r.Epoch, r.MaxOffset, now)
+		}
 	}
 	res, err := s.apply(Command{Kind: KindRegister, Group: r.Group, BrokerID: r.BrokerID, Addr: r.Addr, HAAddr: r.HAAddr,
 		MasterEpoch: r.RestartEpoch})

@@ -626,6 +626,7 @@ func TestServerMasterRestart(t *testing.T) {
 	b1.setPosition(1, 500)
 	b2.setPosition(1, 500)
 	b3.setPosition(1, 500)
+	positions(t, cl, map[int64]int64{1: 500, 2: 500, 3: 500})
 
 	// The master's process restarts within the heartbeat timeout (the fake's heartbeats
 	// go on) with everything its slaves have.
@@ -652,6 +653,7 @@ func TestServerMasterRestart(t *testing.T) {
 	b2.setPosition(2, 700)
 	b3.setPosition(2, 650)
 	b1.setPosition(2, 600)
+	positions(t, cl, map[int64]int64{1: 600, 2: 700, 3: 650})
 	r = b1.report
 	r.Epoch, r.MaxOffset, r.RestartEpoch = 2, 600, 2
 	_, rv, err = cl.Register(ctxT(t), r)
@@ -659,6 +661,20 @@ func TestServerMasterRestart(t *testing.T) {
 	require.True(t, rv.MasterRestarted)
 	v = waitGroup(t, cl, "g", "a new epoch", func(v GroupView) bool { return v.MasterEpoch == 3 })
 	require.Equal(t, b2.id(), v.Master, "the slave holding the most")
+}
+
+// positions waits until the leader's view shows each broker at its offset (so that no
+// heartbeat with an older position is still on its way).
+func positions(t *testing.T, cl *Client, want map[int64]int64) {
+	t.Helper()
+	waitGroup(t, cl, "g", fmt.Sprintf("positions %v reported", want), func(v GroupView) bool {
+		for id, off := range want {
+			if m, ok := v.Member(id); !ok || m.MaxOffset != off {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // An election retried on a new Raft leader after its first attempt was applied answers

@@ -497,11 +497,17 @@ func (a *Agent) awaitingEpoch() bool {
 	return a.mu.awaitEpoch
 }
 
-// setAwaitingEpoch publishes whether the agent waits for a new epoch.
+// setAwaitingEpoch publishes whether the agent waits for a new epoch. When it starts
+// waiting, the heartbeat goroutine is kicked so that it reports at once and from then on
+// every RetryInterval.
 func (a *Agent) setAwaitingEpoch(v bool) {
 	a.mu.Lock()
+	was := a.mu.awaitEpoch
 	a.mu.awaitEpoch = v
 	a.mu.Unlock()
+	if v && !was {
+		a.kickNow()
+	}
 }
 
 // registered reports whether the broker registered with the controllers.
@@ -613,6 +619,7 @@ func (a *Agent) act(v controller.GroupView) {
 		a.stop("fenced")
 	}
 	if !ok {
+		a.setAwaitingEpoch(false)
 		return // a slave goes on serving reads until a master is elected
 	}
 	if a.cur != nil && a.cur.role == want {
@@ -625,7 +632,7 @@ func (a *Agent) act(v controller.GroupView) {
 	if a.cur != nil {
 		a.stop("role change")
 	}
-	a.setAwaitingEpoch(false)
+	a.setAwaitingEpoch(false) // startMaster sets it again while it waits for a new epoch
 	a.setWaiting("starting as " + want.String())
 	cur, err := a.start(want)
 	switch {
