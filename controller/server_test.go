@@ -615,7 +615,8 @@ func TestServerReplaceNode(t *testing.T) {
 // more; when a slave holds more (the restarted master lost its log's tail), the slave
 // wins.
 func TestServerMasterRestart(t *testing.T) {
-	c := newCtlCluster(t, 3, nil)
+	// A timeout the fake brokers' heartbeats (every 50 ms) never miss on a loaded machine.
+	c := newCtlCluster(t, 3, func(o *ServerOptions) { o.BrokerHeartbeatTimeout = 2 * time.Second })
 	cl := c.client()
 	b1 := startBroker(t, cl, "g", "10.0.0.1:10911", 0, 500)
 	b2 := startBroker(t, cl, "g", "10.0.0.2:10911", 0, 0)
