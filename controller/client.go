@@ -148,13 +148,33 @@ func (c *Client) AlterSyncStateSet(ctx context.Context, group string, masterID i
 }
 
 // Elect asks for a planned switchover to brokerID (NoBroker: let the policy choose); the
-// answer is the group after the election. (A retry of an applied election is refused
-// ErrMasterAlive: the group already has that master.)
+// answer is the group after the election. It reads the group first and elects from the
+// master epoch it found (ElectFrom), so that a retry whose first attempt was applied
+// (its answer lost to a change of Raft leader) answers the group as that election left
+// it instead of a refusal.
 func (c *Client) Elect(ctx context.Context, group string, brokerID int64) (GroupView, error) {
+	v, err := c.Group(ctx, group)
+	if err != nil {
+		return GroupView{}, err
+	}
+	return c.ElectFrom(ctx, group, brokerID, v.MasterEpoch)
+}
+
+// ElectFrom asks for an election that replaces the master of masterEpoch with brokerID
+// (NoBroker: let the policy choose); the answer is the group after it. It is idempotent:
+// when the group is already past masterEpoch with brokerID (any broker, for NoBroker) as
+// its master — the election done, by this request's first attempt or another — it
+// answers the group as it is; past masterEpoch otherwise, it is refused ErrStaleEpoch.
+// masterEpoch 0 elects from whichever epoch is current (a retry may then be refused
+// ErrMasterAlive or ErrNotEligible although its first attempt was applied).
+func (c *Client) ElectFrom(ctx context.Context, group string, brokerID int64, masterEpoch int32) (GroupView, error) {
 	return c.groupCall(ctx, true, func() *remoting.Command {
 		req := remoting.NewRequest(int16(protocol.ControllerElectMaster), nil)
 		req.SetExt(fieldGroup, group)
 		req.SetExt(fieldBrokerID, strconv.FormatInt(brokerID, 10))
+		if masterEpoch != 0 {
+			req.SetExt(fieldMasterEpoch, strconv.FormatInt(int64(masterEpoch), 10))
+		}
 		return req
 	})
 }

@@ -27,22 +27,29 @@ import (
 // Command version 1 is version 2 without haAddr (read as empty); logs written before
 // members had HA addresses still replay.
 //
-// Snapshot, version 2 (groups sorted by name, members by id):
+// The command's masterEpoch is read per kind (Command.MasterEpoch): the epoch quoted by
+// an alter-SyncStateSet request, the epoch an election replaces, or the epoch a broker
+// registering after a start may have served. Commands of versions 1 and 2 written before
+// elections and registrations quoted one carry 0 there: "none", as they meant.
 //
-//	version  byte = 2
+// Snapshot, version 3 (groups sorted by name, members by id):
+//
+//	version  byte = 3
 //	groups   uv count, then per group:
 //	  name string, nextID varint, master varint, masterEpoch varint,
 //	  syncStateSetEpoch varint,
 //	  members uv count, then id varint, addr string, haAddr string
 //	  set     uv count, then ids varint
+//	  masterRestarted bool
 //
-// Snapshot version 1 is version 2 without the members' haAddr.
+// Snapshot version 2 is version 3 without masterRestarted (read as false), version 1 is
+// version 2 without the members' haAddr.
 //
 // A decoder refuses an unknown version, trailing bytes, strings over maxString bytes and
 // lists over maxList entries.
 const (
 	commandVersion  = 2
-	snapshotVersion = 2
+	snapshotVersion = 3
 	maxString       = 1 << 12
 	maxList         = 1 << 12
 )
@@ -230,7 +237,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	return c, nil
 }
 
-// Snapshot returns the whole state in the version-2 snapshot layout.
+// Snapshot returns the whole state in the version-3 snapshot layout.
 func (m *Machine) Snapshot() []byte {
 	e := encoder{}
 	e.byte(snapshotVersion)
@@ -249,16 +256,17 @@ func (m *Machine) Snapshot() []byte {
 			e.str(g.Members[id].HAAddr)
 		}
 		e.ids(g.SyncStateSet)
+		e.bool(g.MasterRestarted)
 	}
 	return e.b
 }
 
-// Restore replaces the whole state with a Snapshot encoding (or a version-1 one). On
-// error (wrapping ErrBadCommand) the machine is unchanged.
+// Restore replaces the whole state with a Snapshot encoding (or a version-1 or -2 one).
+// On error (wrapping ErrBadCommand) the machine is unchanged.
 func (m *Machine) Restore(b []byte) error {
 	d := decoder{b: b}
 	version := d.byte()
-	if d.err == nil && version != 1 && version != snapshotVersion {
+	if d.err == nil && (version < 1 || version > snapshotVersion) {
 		d.fail("snapshot version %d", version)
 	}
 	groups := make(map[string]*Group)
@@ -279,6 +287,9 @@ func (m *Machine) Restore(b []byte) error {
 			g.Members[id] = mb
 		}
 		g.SyncStateSet = d.ids()
+		if version >= 3 {
+			g.MasterRestarted = d.bool()
+		}
 		if d.err == nil {
 			if err := g.check(); err != nil {
 				d.fail("group %q: %v", g.Name, err)
@@ -317,6 +328,9 @@ func (g *Group) check() error {
 	}
 	if g.Master != NoBroker && !g.inSet(g.Master) {
 		return fmt.Errorf("master %d outside SyncStateSet %v", g.Master, g.SyncStateSet)
+	}
+	if g.MasterRestarted && g.Master == NoBroker {
+		return fmt.Errorf("restarted master without a master")
 	}
 	if g.MasterEpoch < 0 || g.SyncStateSetEpoch < 0 {
 		return fmt.Errorf("negative epoch")

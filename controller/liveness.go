@@ -20,6 +20,7 @@ type liveness struct {
 	term    uint64    // the leadership term the table belongs to; 0 before the first
 	since   time.Time // when this node was first seen leading in term
 	brokers map[string]map[int64]beat
+	starts  map[string]time.Time // group → when a broker of it last registered after a start
 }
 
 // beat is a broker's last heartbeat.
@@ -30,7 +31,7 @@ type beat struct {
 }
 
 func newLiveness(timeout time.Duration) *liveness {
-	return &liveness{timeout: timeout, brokers: make(map[string]map[int64]beat)}
+	return &liveness{timeout: timeout, brokers: make(map[string]map[int64]beat), starts: make(map[string]time.Time)}
 }
 
 // syncTerm starts a fresh table when term is not the table's (l.mu held).
@@ -38,6 +39,7 @@ func (l *liveness) syncTerm(term uint64, now time.Time) {
 	if term != l.term {
 		l.term, l.since = term, now
 		l.brokers = make(map[string]map[int64]beat)
+		l.starts = make(map[string]time.Time)
 	}
 }
 
@@ -90,4 +92,41 @@ func (l *liveness) alive(term uint64, group string, now time.Time) []Replica {
 		}
 	}
 	return out
+}
+
+// started notes that a broker of group registered after a start (a new process or
+// agent) in term: if it is the master, the group's re-election waits for reports made
+// after now (settled).
+func (l *liveness) started(term uint64, group string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncTerm(term, now)
+	l.starts[group] = now
+}
+
+// settled reports whether the leader knows where every member of set stands since the
+// last start noted for group (started): each has heartbeated since then, or is not
+// alive — which, while term's leadership is in its grace period, takes a heartbeat in
+// term that lapsed. A restarted master's re-election waits for this, so that it compares
+// the restarted master's log with what its slaves hold now, not with reports made while
+// the old process still ran. Without a start noted in term (a leader elected after the
+// restart), any heartbeat in term counts.
+func (l *liveness) settled(term uint64, group string, set []int64, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncTerm(term, now)
+	since := l.starts[group]
+	grace := now.Sub(l.since) < l.timeout
+	for _, id := range set {
+		b, ok := l.brokers[group][id]
+		switch {
+		case ok && now.Sub(b.at) < l.timeout:
+			if b.at.Before(since) {
+				return false // alive, but has not reported since the start
+			}
+		case !ok && grace:
+			return false // not heard of yet in this term: maybe alive
+		}
+	}
+	return true
 }

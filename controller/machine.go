@@ -60,6 +60,14 @@ type Group struct {
 	SyncStateSet []int64
 	// SyncStateSetEpoch is bumped by every change of the SyncStateSet.
 	SyncStateSetEpoch int32
+	// MasterRestarted is set when the master registered after a start (a new process
+	// or agent) naming the current master epoch as one it may have served: a master
+	// that restarts must not serve under an epoch it served before (a machine crash
+	// may have cut its log behind what its slaves copied, and it would write other
+	// bytes at offsets they hold under the same epoch). The next election — which the
+	// Raft leader runs at once, although the master is alive — may re-elect it, at a
+	// new epoch; every election clears the flag.
+	MasterRestarted bool
 }
 
 // Member is one broker of a group as registered.
@@ -130,8 +138,15 @@ type Command struct {
 	Alive []Replica
 	// Unclean allows electing a broker outside the SyncStateSet (KindElect).
 	Unclean bool
-	// MasterEpoch and SyncStateSetEpoch are what the master quotes (KindAlterSyncStateSet).
-	MasterEpoch, SyncStateSetEpoch int32
+	// MasterEpoch is the master epoch the request is about: for KindAlterSyncStateSet
+	// the epoch the master quotes; for KindElect the epoch the election is to replace
+	// (0: whichever is current), which makes a retried election idempotent; for
+	// KindRegister, from a broker that has just started, the newest epoch in its epoch
+	// file — the newest it may have served as master before the start (0: none, or
+	// not a start).
+	MasterEpoch int32
+	// SyncStateSetEpoch is what the master quotes (KindAlterSyncStateSet).
+	SyncStateSetEpoch int32
 	// SyncStateSet is the requested set (KindAlterSyncStateSet).
 	SyncStateSet []int64
 }
@@ -209,11 +224,15 @@ func (m *Machine) Apply(c Command) Result {
 
 // register adds a broker or updates a known broker's addresses. A broker without an id
 // whose address is already a member's gets that member's id back (a retried request, or
-// a broker that lost its id file), its HA address updated.
+// a broker that lost its id file), its HA address updated. When the broker is the
+// group's master and registers after a start quoting the current master epoch
+// (Command.MasterEpoch), the group is marked MasterRestarted.
 func (m *Machine) register(c Command) Result {
 	g, ok := m.groups[c.Group]
 	want := Member{Addr: c.Addr, HAAddr: c.HAAddr}
-	if c.BrokerID != NoBroker {
+	var r Result
+	switch {
+	case c.BrokerID != NoBroker:
 		if !ok {
 			return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
 		}
@@ -221,46 +240,78 @@ func (m *Machine) register(c Command) Result {
 		if !member {
 			return Result{Err: fmt.Errorf("%w: %d in %q", ErrUnknownBroker, c.BrokerID, c.Group)}
 		}
-		if old == want {
-			return Result{BrokerID: c.BrokerID}
+		r.BrokerID = c.BrokerID
+		if old != want {
+			for id, mb := range g.Members {
+				if mb.Addr == c.Addr && id != c.BrokerID {
+					return Result{Err: fmt.Errorf("%w: %s is broker %d", ErrAddressInUse, c.Addr, id)}
+				}
+			}
+			g.Members[c.BrokerID] = want
+			r.Changed = true
 		}
+	default:
+		if !ok {
+			g = &Group{Name: c.Group, Members: make(map[int64]Member), NextID: 1}
+			m.groups[c.Group] = g
+		}
+		r.BrokerID = NoBroker
 		for id, mb := range g.Members {
-			if mb.Addr == c.Addr && id != c.BrokerID {
-				return Result{Err: fmt.Errorf("%w: %s is broker %d", ErrAddressInUse, c.Addr, id)}
+			if mb.Addr == c.Addr {
+				r.BrokerID = id
+				if mb != want {
+					g.Members[id] = want
+					r.Changed = true
+				}
+				break
 			}
 		}
-		g.Members[c.BrokerID] = want
-		return Result{BrokerID: c.BrokerID, Changed: true}
-	}
-	if !ok {
-		g = &Group{Name: c.Group, Members: make(map[int64]Member), NextID: 1}
-		m.groups[c.Group] = g
-	}
-	for id, mb := range g.Members {
-		if mb.Addr == c.Addr {
-			if mb == want {
-				return Result{BrokerID: id}
-			}
-			g.Members[id] = want
-			return Result{BrokerID: id, Changed: true}
+		if r.BrokerID == NoBroker {
+			r.BrokerID = g.NextID
+			g.NextID++
+			g.Members[r.BrokerID] = want
+			r.Changed = true
 		}
 	}
-	id := g.NextID
-	g.NextID++
-	g.Members[id] = want
-	return Result{BrokerID: id, Changed: true}
+	// A master epoch the broker may have served (it is in its epoch file) is one it
+	// must not serve again after the start. A retried registration that finds a newer
+	// epoch (the re-election happened) changes nothing.
+	if r.BrokerID == g.Master && g.Master != NoBroker && !g.MasterRestarted &&
+		c.MasterEpoch > 0 && c.MasterEpoch >= g.MasterEpoch {
+		g.MasterRestarted = true
+		r.Changed = true
+	}
+	return r
 }
 
 // elect chooses a master among the alive brokers: from the SyncStateSet (from every
 // member before the group's first election, or with Unclean when no member of the set
 // is alive), the one with the highest (epoch, offset), the lowest id on a tie. The
-// master stays when it is alive and eligible, unless another broker is designated.
+// master stays when it is alive and eligible, unless another broker is designated or
+// the group is MasterRestarted: then the alive master is a candidate like the others
+// and wins a tie (it is re-elected at a new epoch unless a replica holds more).
+//
+// An election quoting a master epoch (Command.MasterEpoch) that is no longer current is
+// refused ErrStaleEpoch — unless what it asked for has happened: the designated broker
+// (any broker, when none was designated) is the master at a newer epoch. That answer,
+// success without a change, is what a client retrying an election whose first attempt
+// was applied (its answer lost to a change of Raft leader) gets.
 func (m *Machine) elect(c Command) Result {
 	g, ok := m.groups[c.Group]
 	if !ok {
 		return Result{Err: fmt.Errorf("%w: %q", ErrUnknownGroup, c.Group)}
 	}
+	if c.MasterEpoch != 0 && c.MasterEpoch != g.MasterEpoch {
+		done := g.MasterEpoch > c.MasterEpoch && g.Master != NoBroker &&
+			(c.BrokerID == NoBroker || c.BrokerID == g.Master)
+		if done {
+			return Result{BrokerID: g.Master}
+		}
+		return Result{Err: fmt.Errorf("%w: election from epoch %d, current %d (master %d)",
+			ErrStaleEpoch, c.MasterEpoch, g.MasterEpoch, g.Master)}
+	}
 	first := g.MasterEpoch == 0
+	restart := g.MasterRestarted && g.Master != NoBroker
 	var clean, all []Replica
 	for _, r := range c.Alive {
 		if _, member := g.Members[r.ID]; !member || slices.ContainsFunc(all, func(o Replica) bool { return o.ID == r.ID }) {
@@ -278,7 +329,7 @@ func (m *Machine) elect(c Command) Result {
 	has := func(id int64) bool {
 		return slices.ContainsFunc(candidates, func(r Replica) bool { return r.ID == id })
 	}
-	if g.Master != NoBroker && has(g.Master) && (c.BrokerID == NoBroker || c.BrokerID == g.Master) {
+	if !restart && g.Master != NoBroker && has(g.Master) && (c.BrokerID == NoBroker || c.BrokerID == g.Master) {
 		return Result{Err: fmt.Errorf("%w: broker %d at epoch %d", ErrMasterAlive, g.Master, g.MasterEpoch), BrokerID: g.Master}
 	}
 	pick := NoBroker
@@ -288,14 +339,29 @@ func (m *Machine) elect(c Command) Result {
 		}
 		pick = c.BrokerID
 	} else if len(candidates) > 0 {
+		// better reports whether r beats best: a higher (epoch, offset); on a tie the
+		// restarted master, then the lower id.
+		better := func(r, best Replica) bool {
+			if r.Epoch != best.Epoch {
+				return r.Epoch > best.Epoch
+			}
+			if r.Offset != best.Offset {
+				return r.Offset > best.Offset
+			}
+			if restart && (r.ID == g.Master) != (best.ID == g.Master) {
+				return r.ID == g.Master
+			}
+			return r.ID < best.ID
+		}
 		best := candidates[0]
 		for _, r := range candidates[1:] {
-			if r.Epoch > best.Epoch || (r.Epoch == best.Epoch && (r.Offset > best.Offset || (r.Offset == best.Offset && r.ID < best.ID))) {
+			if better(r, best) {
 				best = r
 			}
 		}
 		pick = best.ID
 	}
+	g.MasterRestarted = false
 	if pick == NoBroker {
 		changed := g.Master != NoBroker
 		g.Master = NoBroker

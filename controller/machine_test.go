@@ -24,8 +24,8 @@ import (
 //
 // separated by blank lines; '#' lines between blocks are comments. Commands:
 //
-//	register group=G addr=A [ha=H] [id=N]
-//	elect group=G alive=ID:EPOCH:OFFSET,... [unclean] [prefer=N]
+//	register group=G addr=A [ha=H] [id=N] [restart=E]
+//	elect group=G alive=ID:EPOCH:OFFSET,... [unclean] [prefer=N] [from=E]
 //	alter group=G master=N epoch=E setEpoch=S set=ID,...
 //	state
 //
@@ -77,9 +77,10 @@ func runCommand(t *testing.T, m *Machine, line string) string {
 	case "state":
 		return printState(m)
 	case "register":
-		c = Command{Kind: KindRegister, Group: args["group"], Addr: args["addr"], HAAddr: args["ha"], BrokerID: num("id")}
+		c = Command{Kind: KindRegister, Group: args["group"], Addr: args["addr"], HAAddr: args["ha"], BrokerID: num("id"),
+			MasterEpoch: int32(num("restart"))}
 	case "elect":
-		c = Command{Kind: KindElect, Group: args["group"], BrokerID: num("prefer")}
+		c = Command{Kind: KindElect, Group: args["group"], BrokerID: num("prefer"), MasterEpoch: int32(num("from"))}
 		_, c.Unclean = args["unclean"]
 		for _, f := range strings.Split(args["alive"], ",") {
 			if f == "" {
@@ -151,8 +152,12 @@ func printGroup(g Group) string {
 			members = append(members, fmt.Sprintf("%d=%s/ha=%s", id, mb.Addr, mb.HAAddr))
 		}
 	}
-	return fmt.Sprintf("%s: master=%d epoch=%d set=%v setEpoch=%d members=[%s] next=%d",
-		g.Name, g.Master, g.MasterEpoch, g.SyncStateSet, g.SyncStateSetEpoch, strings.Join(members, " "), g.NextID)
+	restarted := ""
+	if g.MasterRestarted {
+		restarted = " restarted"
+	}
+	return fmt.Sprintf("%s: master=%d epoch=%d%s set=%v setEpoch=%d members=[%s] next=%d",
+		g.Name, g.Master, g.MasterEpoch, restarted, g.SyncStateSet, g.SyncStateSetEpoch, strings.Join(members, " "), g.NextID)
 }
 
 func TestApplyUnknownKind(t *testing.T) {
@@ -274,6 +279,41 @@ func TestRestoreVersion1(t *testing.T) {
 	require.Equal(t, byte(snapshotVersion), m.Snapshot()[0])
 }
 
+// A version-2 snapshot (no MasterRestarted) restores, the flag off; a version-3 one keeps
+// it.
+func TestRestoreVersion2(t *testing.T) {
+	e := encoder{}
+	e.byte(2)
+	e.uint(1)
+	e.str("g")
+	e.int(2)          // next id
+	e.int(1)          // master
+	e.int(3)          // master epoch
+	e.int(4)          // set epoch
+	e.uint(1)         // members
+	e.int(1)          // id
+	e.str("a:1")      // addr
+	e.str("a:2")      // haAddr
+	e.ids([]int64{1}) // set
+	m := NewMachine()
+	require.NoError(t, m.Restore(e.b))
+	g, ok := m.Group("g")
+	require.True(t, ok)
+	require.Equal(t, Group{Name: "g", NextID: 2, Master: 1, MasterEpoch: 3, SyncStateSetEpoch: 4,
+		Members: map[int64]Member{1: {Addr: "a:1", HAAddr: "a:2"}}, SyncStateSet: []int64{1}}, g)
+
+	r := m.Apply(Command{Kind: KindRegister, Group: "g", BrokerID: 1, Addr: "a:1", HAAddr: "a:2", MasterEpoch: 3})
+	require.True(t, r.Changed)
+	require.True(t, r.Group.MasterRestarted)
+	again := NewMachine()
+	require.NoError(t, again.Restore(m.Snapshot()))
+	g, _ = again.Group("g")
+	require.True(t, g.MasterRestarted, "the flag survives a snapshot")
+	// A snapshot claiming a restarted master in a group without one breaks an invariant.
+	bad := &Machine{groups: map[string]*Group{"g": {Name: "g", NextID: 1, MasterRestarted: true, Members: map[int64]Member{}}}}
+	require.ErrorIs(t, again.Restore(bad.Snapshot()), ErrBadCommand)
+}
+
 // DryRun answers as Apply would and changes nothing.
 func TestDryRun(t *testing.T) {
 	m := NewMachine()
@@ -297,6 +337,8 @@ func FuzzRestore(f *testing.F) {
 	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "b:1"})
 	m.Apply(Command{Kind: KindElect, Group: "g", Alive: []Replica{{ID: 1}}})
 	f.Add(m.Snapshot())
+	m.Apply(Command{Kind: KindRegister, Group: "g", Addr: "a:1", HAAddr: "a:2", BrokerID: 1, MasterEpoch: 1})
+	f.Add(m.Snapshot())
 	f.Add(NewMachine().Snapshot())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := NewMachine()
@@ -318,6 +360,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(encodeCommandV1(Command{Kind: KindRegister, Group: "g", Addr: "127.0.0.1:10911"}))
 	f.Add(EncodeCommand(Command{Kind: KindRegister, Group: "g", Addr: "127.0.0.1:10911", HAAddr: "127.0.0.1:10912"}))
 	f.Add(EncodeCommand(Command{Kind: KindElect, Group: "g", Alive: []Replica{{1, 2, 300}, {2, 2, 200}}, Unclean: true}))
+	f.Add(EncodeCommand(Command{Kind: KindElect, Group: "g", BrokerID: 2, MasterEpoch: 4}))
+	f.Add(EncodeCommand(Command{Kind: KindRegister, Group: "g", Addr: "a:1", BrokerID: 1, MasterEpoch: 3}))
 	f.Add(EncodeCommand(Command{Kind: KindAlterSyncStateSet, Group: "g", BrokerID: 1, MasterEpoch: 3,
 		SyncStateSetEpoch: 4, SyncStateSet: []int64{1, 2, 3}}))
 	f.Fuzz(func(t *testing.T, b []byte) {

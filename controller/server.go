@@ -40,6 +40,7 @@ type Server struct {
 	aclWatcher *acl.Watcher // the accounts file NewServer loaded (ACLFile); nil otherwise
 
 	noCandidate map[string]int32 // group → master epoch last logged as "no candidate" (loop only)
+	kick        chan struct{}    // check the groups now (capacity 1): a restarted master
 
 	shutdown    sync.Once
 	shutdownErr error
@@ -62,6 +63,7 @@ func NewServer(opts ServerOptions) (s *Server, err error) {
 		log:         opts.Logger.With().Str("component", "controller").Str("node", opts.Raft.NodeID).Logger(),
 		live:        newLiveness(opts.BrokerHeartbeatTimeout),
 		noCandidate: make(map[string]int32),
+		kick:        make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.ACL == nil && opts.ACLFile != "" {
@@ -290,21 +292,47 @@ func (s *Server) handleRegister(_ context.Context, _ remoting.Channel, req *remo
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.apply(Command{Kind: KindRegister, Group: r.Group, BrokerID: r.BrokerID, Addr: r.Addr, HAAddr: r.HAAddr})
+	// A broker registering after a start: its report (and the start) are noted before
+	// the registration is applied, so that a re-election of the group it triggers sees
+	// the restarted broker's own log end, never the old process's last report.
+	now := s.opts.Clock()
+	if r.RestartEpoch > 0 {
+		s.live.started(term, r.Group, now)
+	}
+	if g, ok := s.node.Group(r.Group); ok && r.BrokerID != NoBroker {
+		if _, member := g.Members[r.BrokerID]; member {
+			s.live.record(term, r.Group, r.BrokerID, r.Epoch, r.MaxOffset, now)
+		}
+	}
+	res, err := s.apply(Command{Kind: KindRegister, Group: r.Group, BrokerID: r.BrokerID, Addr: r.Addr, HAAddr: r.HAAddr,
+		MasterEpoch: r.RestartEpoch})
 	if err != nil {
 		return nil, err
 	}
 	if res.Changed {
 		s.log.Info().Str("group", r.Group).Int64("brokerId", res.BrokerID).Str("addr", r.Addr).
-			Str("haAddr", r.HAAddr).Msg("broker registered")
+			Str("haAddr", r.HAAddr).Int32("restartEpoch", r.RestartEpoch).Msg("broker registered")
 	}
 	s.live.record(term, r.Group, res.BrokerID, r.Epoch, r.MaxOffset, s.opts.Clock())
+	if res.Group.MasterRestarted && res.Group.Master == res.BrokerID {
+		s.log.Info().Str("group", r.Group).Int64("master", res.BrokerID).Int32("masterEpoch", res.Group.MasterEpoch).
+			Int64("maxOffset", r.MaxOffset).Msg("master restarted: electing again at a new epoch")
+		s.kickChecks()
+	}
 	resp, err := groupResponse(req, s.view(res.Group, term))
 	if err != nil {
 		return nil, err
 	}
 	resp.SetExt(fieldBrokerID, strconv.FormatInt(res.BrokerID, 10))
 	return resp, nil
+}
+
+// kickChecks makes the election loop check the groups now.
+func (s *Server) kickChecks() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Server) handleHeartbeat(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -328,6 +356,9 @@ func (s *Server) handleHeartbeat(_ context.Context, _ remoting.Channel, req *rem
 		return nil, fmt.Errorf("%w: %d in %q", ErrUnknownBroker, r.BrokerID, r.Group)
 	}
 	s.live.record(term, r.Group, r.BrokerID, r.Epoch, r.MaxOffset, s.opts.Clock())
+	if g.MasterRestarted {
+		s.kickChecks() // this report may be the last the re-election waits for
+	}
 	resp, err := groupResponse(req, s.view(g, term))
 	if err != nil {
 		return nil, err
@@ -385,6 +416,7 @@ func (s *Server) handleElect(_ context.Context, _ remoting.Channel, req *remotin
 	f := fieldReader{req: req}
 	group := f.str(fieldGroup)
 	designated := f.int(fieldBrokerID, 64)
+	from := int32(f.optInt(fieldMasterEpoch, 32))
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -392,13 +424,21 @@ func (s *Server) handleElect(_ context.Context, _ remoting.Channel, req *remotin
 	if err != nil {
 		return nil, err
 	}
+	// No dry run: an election retried after a change of leader must be ordered after
+	// its first attempt, which may still be on its way through the log.
 	alive := s.live.alive(term, group, s.opts.Clock())
-	res, err := s.apply(Command{Kind: KindElect, Group: group, BrokerID: designated, Alive: alive, Unclean: s.opts.ElectUncleanMaster})
+	res, err := s.apply(Command{Kind: KindElect, Group: group, BrokerID: designated, Alive: alive,
+		Unclean: s.opts.ElectUncleanMaster, MasterEpoch: from})
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info().Str("group", group).Int64("master", res.BrokerID).Int32("masterEpoch", res.Group.MasterEpoch).
-		Int64("designated", designated).Msg("master elected on request")
+	if res.Changed {
+		s.log.Info().Str("group", group).Int64("master", res.BrokerID).Int32("masterEpoch", res.Group.MasterEpoch).
+			Int64("designated", designated).Msg("master elected on request")
+	} else {
+		s.log.Info().Str("group", group).Int64("master", res.BrokerID).Int32("masterEpoch", res.Group.MasterEpoch).
+			Int32("from", from).Msg("election on request already done")
+	}
 	return groupResponse(req, s.view(res.Group, term))
 }
 
@@ -465,26 +505,33 @@ func (s *Server) electionLoop() {
 			return
 		case <-t.C:
 			s.checkGroups()
+		case <-s.kick:
+			s.checkGroups()
 		}
 	}
 }
 
 // checkGroups proposes an election for every group whose master's heartbeat lapsed or
 // that has no master while a member is alive — once this node has led for one heartbeat
-// timeout (before that a silent broker may just not have found the new leader yet). A
-// dry run first keeps checks that would change nothing out of the Raft log.
+// timeout (before that a silent broker may just not have found the new leader yet) —
+// and for every group whose master restarted (MasterRestarted) once the leader knows
+// where each member of the SyncStateSet stands since (liveness.settled). A dry run
+// first keeps checks that would change nothing out of the Raft log.
 func (s *Server) checkGroups() {
 	if !s.node.IsLeader() {
 		return
 	}
 	term, now := s.node.Term(), s.opts.Clock()
-	if s.live.inGrace(term, now) {
-		return
-	}
+	grace := s.live.inGrace(term, now)
 	for _, g := range s.node.State() {
 		alive := s.live.alive(term, g.Name, now)
 		masterAlive := g.Master != NoBroker && slices.ContainsFunc(alive, func(r Replica) bool { return r.ID == g.Master })
-		if masterAlive || (g.Master == NoBroker && len(alive) == 0) {
+		switch {
+		case g.MasterRestarted && masterAlive:
+			if !s.live.settled(term, g.Name, g.SyncStateSet, now) {
+				continue
+			}
+		case grace, masterAlive, g.Master == NoBroker && len(alive) == 0:
 			continue
 		}
 		c := Command{Kind: KindElect, Group: g.Name, Alive: alive, Unclean: s.opts.ElectUncleanMaster}
@@ -510,7 +557,8 @@ func (s *Server) checkGroups() {
 		default:
 			delete(s.noCandidate, g.Name)
 			s.log.Info().Str("group", g.Name).Int64("oldMaster", g.Master).Int64("master", res.BrokerID).
-				Int32("masterEpoch", res.Group.MasterEpoch).Msg("master elected")
+				Int32("masterEpoch", res.Group.MasterEpoch).Bool("masterRestarted", g.MasterRestarted).
+				Interface("alive", alive).Msg("master elected")
 		}
 	}
 }

@@ -609,3 +609,154 @@ func TestServerReplaceNode(t *testing.T) {
 	}, "the new node installed a snapshot")
 	testkit.Eventually(t, 10*time.Second, func() bool { return len(c.servers[replaced].Missing()) == 0 }, "the new node is ready")
 }
+
+// A master that registers again after a restart (RestartEpoch), its heartbeats never
+// lapsing, is elected again at a new epoch when no member of its SyncStateSet holds
+// more; when a slave holds more (the restarted master lost its log's tail), the slave
+// wins.
+func TestServerMasterRestart(t *testing.T) {
+	// A timeout the fake brokers' heartbeats (every 50 ms) never miss on a loaded machine.
+	c := newCtlCluster(t, 3, func(o *ServerOptions) { o.BrokerHeartbeatTimeout = 2 * time.Second })
+	cl := c.client()
+	b1 := startBroker(t, cl, "g", "10.0.0.1:10911", 0, 500)
+	b2 := startBroker(t, cl, "g", "10.0.0.2:10911", 0, 0)
+	b3 := startBroker(t, cl, "g", "10.0.0.3:10911", 0, 0)
+	v := waitGroup(t, cl, "g", "b1 elected", func(v GroupView) bool { return v.Master == b1.id() })
+	_, err := cl.AlterSyncStateSet(ctxT(t), "g", b1.id(), v.MasterEpoch, v.SyncStateSetEpoch, []int64{1, 2, 3})
+	require.NoError(t, err)
+	b1.setPosition(1, 500)
+	b2.setPosition(1, 500)
+	b3.setPosition(1, 500)
+	positions(t, cl, map[int64]int64{1: 500, 2: 500, 3: 500})
+
+	// The master's process restarts within the heartbeat timeout (the fake's heartbeats
+	// go on) with everything its slaves have.
+	r := b1.report
+	r.RestartEpoch = 1
+	_, rv, err := cl.Register(ctxT(t), r)
+	require.NoError(t, err)
+	require.True(t, rv.MasterRestarted, "the answer says a re-election is due")
+	require.Equal(t, int32(1), rv.MasterEpoch)
+	v = waitGroup(t, cl, "g", "a new epoch", func(v GroupView) bool { return v.MasterEpoch == 2 })
+	require.Equal(t, b1.id(), v.Master, "re-elected, not replaced: its heartbeats never lapsed")
+	require.Equal(t, []int64{1}, v.SyncStateSet)
+	require.False(t, v.MasterRestarted)
+	// The registration retried changes nothing more.
+	_, rv, err = cl.Register(ctxT(t), r)
+	require.NoError(t, err)
+	require.False(t, rv.MasterRestarted)
+	require.Equal(t, int32(2), rv.MasterEpoch)
+
+	// The slaves copy past the new epoch's start; then the master's machine crashes and
+	// loses its log's unflushed tail: it comes back with less than both slaves.
+	_, err = cl.AlterSyncStateSet(ctxT(t), "g", b1.id(), 2, v.SyncStateSetEpoch, []int64{1, 2, 3})
+	require.NoError(t, err)
+	b2.setPosition(2, 700)
+	b3.setPosition(2, 650)
+	b1.setPosition(2, 600)
+	positions(t, cl, map[int64]int64{1: 600, 2: 700, 3: 650})
+	r = b1.report
+	r.Epoch, r.MaxOffset, r.RestartEpoch = 2, 600, 2
+	_, rv, err = cl.Register(ctxT(t), r)
+	require.NoError(t, err)
+	require.True(t, rv.MasterRestarted)
+	v = waitGroup(t, cl, "g", "a new epoch", func(v GroupView) bool { return v.MasterEpoch == 3 })
+	require.Equal(t, b2.id(), v.Master, "the slave holding the most")
+}
+
+// positions waits until the leader's view shows each broker at its offset (so that no
+// heartbeat with an older position is still on its way).
+func positions(t *testing.T, cl *Client, want map[int64]int64) {
+	t.Helper()
+	waitGroup(t, cl, "g", fmt.Sprintf("positions %v reported", want), func(v GroupView) bool {
+		for id, off := range want {
+			if m, ok := v.Member(id); !ok || m.MaxOffset != off {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// An election retried on a new Raft leader after its first attempt was applied answers
+// the group as that election left it: the same master, no second new epoch — although
+// the new leader, in its grace period, may not see the designated broker alive yet.
+func TestServerElectRetriedAcrossLeaderChange(t *testing.T) {
+	c := newCtlCluster(t, 3, nil)
+	cl := c.client()
+	b1 := startBroker(t, cl, "g", "10.0.0.1:10911", 0, 10)
+	b2 := startBroker(t, cl, "g", "10.0.0.2:10911", 0, 10)
+	v := waitGroup(t, cl, "g", "b1 elected", func(v GroupView) bool { return v.Master == b1.id() })
+	_, err := cl.AlterSyncStateSet(ctxT(t), "g", b1.id(), v.MasterEpoch, v.SyncStateSetEpoch, []int64{1, 2})
+	require.NoError(t, err)
+
+	v, err = cl.ElectFrom(ctxT(t), "g", b2.id(), 1)
+	require.NoError(t, err)
+	require.Equal(t, b2.id(), v.Master)
+	require.Equal(t, int32(2), v.MasterEpoch)
+
+	old := c.leader()
+	c.stop(old)
+	next := c.leader()
+	require.NotEqual(t, old, next)
+	again, err := cl.ElectFrom(ctxT(t), "g", b2.id(), 1)
+	require.NoError(t, err, "the retry finds its election done")
+	require.Equal(t, b2.id(), again.Master)
+	require.Equal(t, int32(2), again.MasterEpoch, "no second election")
+	require.Equal(t, v.SyncStateSetEpoch, again.SyncStateSetEpoch)
+
+	// An election from an epoch the group is past with another master is refused.
+	_, err = cl.ElectFrom(ctxT(t), "g", b1.id(), 1)
+	require.ErrorIs(t, err, ErrStaleEpoch)
+	// Elect reads the epoch first: a switchover back to b1 (once the new leader sees it
+	// alive and it is in the set again) from the current epoch.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		_, err = cl.AlterSyncStateSet(ctxT(t), "g", b2.id(), 2, again.SyncStateSetEpoch, []int64{1, 2})
+		return err == nil
+	}, "b1 back in the set")
+	v, err = cl.Elect(ctxT(t), "g", b1.id())
+	require.NoError(t, err)
+	require.Equal(t, b1.id(), v.Master)
+	require.Equal(t, int32(3), v.MasterEpoch)
+}
+
+// settled: a restarted master's re-election waits until every member of the set has
+// reported since the start, or has lapsed; in a leader's grace period a member not heard
+// of yet may be alive.
+func TestLivenessSettled(t *testing.T) {
+	const timeout = 3 * time.Second
+	l := newLiveness(timeout)
+	t0 := time.Unix(1000, 0)
+	set := []int64{1, 2, 3}
+	l.record(1, "g", 1, 1, 10, t0)
+	require.False(t, l.settled(1, "g", set, t0), "grace: 2 and 3 not heard of")
+	l.record(1, "g", 2, 1, 10, t0)
+	l.record(1, "g", 3, 1, 10, t0)
+	require.True(t, l.settled(1, "g", set, t0.Add(time.Second)), "no start noted: any heartbeat in the term counts")
+
+	start := t0.Add(time.Second)
+	l.started(1, "g", start)
+	l.record(1, "g", 1, 1, 5, start)
+	require.False(t, l.settled(1, "g", set, start), "2 and 3 reported before the start")
+	l.record(1, "g", 2, 1, 10, start.Add(time.Millisecond))
+	require.False(t, l.settled(1, "g", set, start.Add(time.Millisecond)), "3 has not reported since")
+	l.record(1, "g", 3, 1, 10, start.Add(2*time.Millisecond))
+	require.True(t, l.settled(1, "g", set, start.Add(2*time.Millisecond)))
+
+	// A member that stops reporting counts once it lapsed.
+	at := t0.Add(10 * time.Second)
+	l.record(1, "g", 3, 1, 10, at.Add(-time.Millisecond))
+	l.started(1, "g", at)
+	l.record(1, "g", 1, 1, 5, at)
+	l.record(1, "g", 2, 1, 10, at)
+	require.False(t, l.settled(1, "g", set, at), "3 alive, not reported since")
+	l.record(1, "g", 1, 1, 5, at.Add(timeout))
+	l.record(1, "g", 2, 1, 10, at.Add(timeout))
+	require.True(t, l.settled(1, "g", set, at.Add(timeout)), "3 lapsed")
+
+	// A new term starts afresh: in its grace nobody unheard counts as dead.
+	require.False(t, l.settled(2, "g", set, at.Add(timeout)))
+	l.record(2, "g", 1, 1, 5, at.Add(timeout))
+	require.False(t, l.settled(2, "g", set, at.Add(timeout)))
+	require.True(t, l.settled(2, "g", set, at.Add(2*timeout)), "past the grace, unheard members are dead")
+}

@@ -22,6 +22,13 @@ type BrokerReport struct {
 	Epoch int32
 	// MaxOffset is the broker's commit-log max offset.
 	MaxOffset int64
+	// RestartEpoch is set in the registrations of a broker that has just started (a new
+	// process, or a new failover agent): the newest epoch in its epoch file, the newest
+	// under which it may have served as master before. When the broker is its group's
+	// master at that epoch, the controllers elect again at a new epoch (it must never
+	// serve an epoch again after a start: Group.MasterRestarted). 0: none, or not a
+	// start (heartbeats ignore it).
+	RestartEpoch int32
 }
 
 // GroupView is a broker group's state as a controller answers it: the replicated state
@@ -37,6 +44,10 @@ type GroupView struct {
 	SyncStateSet []int64 `json:"syncStateSet"`
 	// SyncStateSetEpoch is bumped by every change of the set.
 	SyncStateSetEpoch int32 `json:"syncStateSetEpoch"`
+	// MasterRestarted: the master registered after a restart and the controllers are
+	// about to elect again at a new epoch (Group.MasterRestarted); the master does not
+	// serve meanwhile.
+	MasterRestarted bool `json:"masterRestarted,omitempty"`
 	// Members lists the registered brokers, ascending by ID.
 	Members []MemberView `json:"members"`
 }
@@ -101,7 +112,8 @@ type NodeView struct {
 // viewOf is a group's state with the liveness live gives (nil: none).
 func viewOf(g Group, live func(id int64) (alive bool, epoch int32, offset int64)) GroupView {
 	v := GroupView{Name: g.Name, Master: g.Master, MasterEpoch: g.MasterEpoch,
-		SyncStateSet: slices.Clone(g.SyncStateSet), SyncStateSetEpoch: g.SyncStateSetEpoch}
+		SyncStateSet: slices.Clone(g.SyncStateSet), SyncStateSetEpoch: g.SyncStateSetEpoch,
+		MasterRestarted: g.MasterRestarted}
 	if v.SyncStateSet == nil {
 		v.SyncStateSet = []int64{}
 	}
@@ -119,7 +131,8 @@ func viewOf(g Group, live func(id int64) (alive bool, epoch int32, offset int64)
 // The bodies are JSON (encoding/json with the field names of the tags above):
 //
 //	GroupView  {"name":"broker-a","master":1,"masterEpoch":3,"syncStateSet":[1,2],
-//	            "syncStateSetEpoch":5,"members":[{"id":1,"addr":"10.0.0.1:10911",
+//	            "syncStateSetEpoch":5,"masterRestarted":true (only when true),
+//	            "members":[{"id":1,"addr":"10.0.0.1:10911",
 //	            "haAddr":"10.0.0.1:10912","alive":true,"epoch":3,"maxOffset":4096}, ...]}
 //	Status     {"nodeId":"n0","state":"Leader","leader":"n0","leaderRaftAddr":"...",
 //	            "term":4,"appliedIndex":17,"commitIndex":17,

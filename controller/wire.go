@@ -12,14 +12,17 @@ import (
 //
 //	CONTROLLER_REGISTER_BROKER (1003), BROKER_HEARTBEAT (904)      Raft leader
 //	  request  clusterName, brokerName, brokerAddr, haAddr, brokerId (0: assign one),
-//	           epoch, maxOffset
+//	           epoch, maxOffset, restartEpoch (optional, registrations only: the
+//	           newest epoch in the epoch file of a broker that has just started)
 //	  response brokerId (the broker's id), body GroupView
 //	CONTROLLER_ALTER_SYNC_STATE_SET (1001)                          Raft leader
 //	  request  brokerName, masterBrokerId, masterEpoch, syncStateSetEpoch,
 //	           body {"syncStateSet":[ids]}
 //	  response body GroupView
 //	CONTROLLER_ELECT_MASTER (1002)                                  Raft leader
-//	  request  brokerName, brokerId (the broker to elect; 0: the policy chooses)
+//	  request  brokerName, brokerId (the broker to elect; 0: the policy chooses),
+//	           masterEpoch (optional: the epoch the election replaces; absent or 0:
+//	           whichever is current)
 //	  response body GroupView (after the election)
 //	CONTROLLER_GET_REPLICA_INFO (1004)                              any node
 //	  request  brokerName
@@ -42,6 +45,7 @@ const (
 	fieldBrokerID    = "brokerId"
 	fieldEpoch       = "epoch"
 	fieldMaxOffset   = "maxOffset"
+	fieldRestart     = "restartEpoch"
 	fieldMasterID    = "masterBrokerId"
 	fieldMasterEpoch = "masterEpoch"
 	fieldSetEpoch    = "syncStateSetEpoch"
@@ -60,6 +64,9 @@ func reportFields(req *remoting.Command, r BrokerReport) {
 	req.SetExt(fieldBrokerID, strconv.FormatInt(r.BrokerID, 10))
 	req.SetExt(fieldEpoch, strconv.FormatInt(int64(r.Epoch), 10))
 	req.SetExt(fieldMaxOffset, strconv.FormatInt(r.MaxOffset, 10))
+	if r.RestartEpoch != 0 {
+		req.SetExt(fieldRestart, strconv.FormatInt(int64(r.RestartEpoch), 10))
+	}
 }
 
 // fieldReader reads ext fields; the first error sticks and wraps ErrBadRequest.
@@ -106,6 +113,15 @@ func (f *fieldReader) int(key string, bits int) int64 {
 	return n
 }
 
+// optInt returns an optional integer field of bits bits that is not negative; 0 when
+// absent.
+func (f *fieldReader) optInt(key string, bits int) int64 {
+	if f.req.Ext(key) == "" {
+		return 0
+	}
+	return f.int(key, bits)
+}
+
 // report reads a BrokerReport.
 func (f *fieldReader) report() BrokerReport {
 	return BrokerReport{
@@ -116,5 +132,7 @@ func (f *fieldReader) report() BrokerReport {
 		BrokerID:  f.int(fieldBrokerID, 64),
 		Epoch:     int32(f.int(fieldEpoch, 32)),
 		MaxOffset: f.int(fieldMaxOffset, 64),
+
+		RestartEpoch: int32(f.optInt(fieldRestart, 32)),
 	}
 }

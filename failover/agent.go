@@ -24,6 +24,7 @@ type controllerAPI interface {
 	Heartbeat(ctx context.Context, r controller.BrokerReport) (controller.GroupView, error)
 	AlterSyncStateSet(ctx context.Context, group string, masterID int64, masterEpoch, setEpoch int32,
 		set []int64) (controller.GroupView, error)
+	ElectFrom(ctx context.Context, group string, brokerID int64, masterEpoch int32) (controller.GroupView, error)
 	Close() error
 }
 
@@ -72,6 +73,11 @@ type Agent struct {
 	peers  *remoting.Client // asks masters for their epoch history
 	addr   string           // the broker port, listened on again after a role change
 	haAddr string           // the HA address reported while not serving as master
+	// restartEpoch is the newest epoch in the epoch file when the agent was made: the
+	// newest this broker may have served as master before. It never serves that epoch
+	// (or an older one) again: the controllers elect anew when it registers (it quotes
+	// this epoch, BrokerReport.RestartEpoch).
+	restartEpoch int32
 
 	kick      chan struct{}             // heartbeat now (capacity 1): OnFenced, a refused set change
 	fencedLog atomic.Int64              // when fenced last logged (Unix ns)
@@ -107,6 +113,7 @@ type Agent struct {
 		cur        *instance
 		lastEnd    int64  // the log's end when no broker runs
 		waiting    string // what the agent is doing while cur does not serve want
+		awaitEpoch bool   // elected master at restartEpoch: heartbeat every RetryInterval
 		failErr    error
 	}
 }
@@ -161,6 +168,9 @@ func newAgent(o Options, ctl controllerAPI) (*Agent, error) {
 		kick:   make(chan struct{}, 1),
 		views:  make(chan controller.GroupView, 1),
 		failed: make(chan struct{}),
+	}
+	if last, ok := epochs.Last(); ok {
+		a.restartEpoch = last.Epoch
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.mu.id = id
@@ -245,8 +255,12 @@ func (a *Agent) View() (controller.GroupView, bool) {
 }
 
 // Shutdown stops the loop, then shuts the running broker down gracefully within ctx
-// (ShutdownTimeout when ctx has no deadline), and closes the connections. The controllers
-// are not told: they notice the missing heartbeats, as after a crash. It is idempotent.
+// (ShutdownTimeout when ctx has no deadline), and closes the connections. A master
+// hands over first (handOver, at most HandoverTimeout): it stops serving and asks the
+// controllers to elect its most caught-up in-sync slave, then waits until that one
+// serves, so that clients wait only for the route to switch. A slave, or a master
+// without an alive in-sync slave or without the controllers, just stops: the
+// controllers notice the missing heartbeats, as after a crash. It is idempotent.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	a.shutOnce.Do(func() {
 		a.cancel()
@@ -257,6 +271,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			defer cancel()
 		}
 		var errs []error
+		if a.cur != nil && a.cur.role.master {
+			errs = append(errs, a.handOver(ctx))
+		}
 		if a.cur != nil {
 			errs = append(errs, a.cur.b.Shutdown(ctx))
 			a.setCurrent(nil)
@@ -384,7 +401,7 @@ func (a *Agent) heartbeats() {
 			a.views <- v
 		}
 		next := a.opts.HeartbeatInterval
-		if !a.registered() {
+		if !a.registered() || a.awaitingEpoch() {
 			next = min(next, a.opts.RetryInterval)
 		}
 		if !t.Stop() {
@@ -405,6 +422,7 @@ func (a *Agent) beat() (controller.GroupView, bool) {
 	defer cancel()
 	r := a.report()
 	if !a.registered() {
+		r.RestartEpoch = a.restartEpoch
 		return a.register(ctx, r)
 	}
 	v, err := a.ctl.Heartbeat(ctx, r)
@@ -467,8 +485,29 @@ func (a *Agent) register(ctx context.Context, r controller.BrokerReport) (contro
 	a.mu.id, a.mu.registered = id, true
 	a.mu.Unlock()
 	a.log.Info().Int64("brokerId", id).Int32("epoch", r.Epoch).Int64("maxOffset", r.MaxOffset).
-		Msg("registered with the controllers")
+		Int32("restartEpoch", r.RestartEpoch).Msg("registered with the controllers")
 	return v, true
+}
+
+// awaitingEpoch reports whether the agent waits for the controllers to elect it again at
+// a new epoch (it was elected master at an epoch it may have served before it started).
+func (a *Agent) awaitingEpoch() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.awaitEpoch
+}
+
+// setAwaitingEpoch publishes whether the agent waits for a new epoch. When it starts
+// waiting, the heartbeat goroutine is kicked so that it reports at once and from then on
+// every RetryInterval.
+func (a *Agent) setAwaitingEpoch(v bool) {
+	a.mu.Lock()
+	was := a.mu.awaitEpoch
+	a.mu.awaitEpoch = v
+	a.mu.Unlock()
+	if v && !was {
+		a.kickNow()
+	}
 }
 
 // registered reports whether the broker registered with the controllers.
@@ -580,6 +619,7 @@ func (a *Agent) act(v controller.GroupView) {
 		a.stop("fenced")
 	}
 	if !ok {
+		a.setAwaitingEpoch(false)
 		return // a slave goes on serving reads until a master is elected
 	}
 	if a.cur != nil && a.cur.role == want {
@@ -592,6 +632,7 @@ func (a *Agent) act(v controller.GroupView) {
 	if a.cur != nil {
 		a.stop("role change")
 	}
+	a.setAwaitingEpoch(false) // startMaster sets it again while it waits for a new epoch
 	a.setWaiting("starting as " + want.String())
 	cur, err := a.start(want)
 	switch {

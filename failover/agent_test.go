@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ func (n *testNode) options() Options {
 	o.Broker = b
 	o.Controller.Addrs = []string{"fake-controller:1"}
 	o.HeartbeatInterval, o.RetryInterval = 20*time.Millisecond, 10*time.Millisecond
+	o.HandoverTimeout = 0 // the tests of handovers turn it on
 	o.Logger = testLogger(n.t)
 	return o
 }
@@ -220,15 +222,45 @@ func TestFirstBrokerBecomesMasterAndKeepsItsID(t *testing.T) {
 
 	n.stop()
 	n.start()
-	n.serving(true, 1)
+	// Restarted, the master never serves the epoch it served before: the controllers
+	// elect it again at a new one.
+	n.serving(true, 2)
 	regs := f.registrations()
 	require.Len(t, regs, 2)
 	require.Equal(t, controller.NoBroker, regs[0].BrokerID, "a new broker asks for an id")
+	require.Zero(t, regs[0].RestartEpoch, "a new broker served no epoch")
 	require.Equal(t, int64(1), regs[1].BrokerID, "a restarted one registers under its kept id")
 	require.Equal(t, end, regs[1].MaxOffset, "and reports where its log ends")
 	require.Equal(t, int32(1), regs[1].Epoch)
-	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}}, n.epochs(), "the same epoch is not recorded twice")
+	require.Equal(t, int32(1), regs[1].RestartEpoch, "and the newest epoch it may have served")
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: end}}, n.epochs(),
+		"the new epoch starts at the log's end")
 	require.Equal(t, []string{"m0", "m1"}, bodies(t, rc, n.addr))
+}
+
+// A restarted master elected at the epoch it served before (controllers that do not
+// elect again) waits, not serving, and says why; it serves once a new epoch is elected.
+func TestRestartedMasterNeverServesItsOldEpoch(t *testing.T) {
+	f := newFakeController(testGroup)
+	n := newNode(t, f)
+	n.start()
+	n.serving(true, 1)
+	n.stop()
+	f.setNoReelect(true)
+	before := f.heartbeatsOf(1)
+	n.start(func(o *Options) { o.HeartbeatInterval = time.Hour })
+	testkit.Eventually(t, waitLong, func() bool {
+		m := n.a.Missing()
+		return len(m) == 1 && strings.Contains(m[0], "may have served before it started")
+	}, "waiting for a new epoch")
+	// While it waits it asks the controllers every RetryInterval, not every hour.
+	testkit.Eventually(t, waitLong, func() bool { return f.heartbeatsOf(1) >= before+3 }, "heartbeats while waiting")
+	require.Nil(t, n.a.Broker(), "no broker serves the old epoch")
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}}, n.epochs())
+
+	f.elect(1)
+	n.serving(true, 2)
+	require.Equal(t, []ha.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 0}}, n.epochs())
 }
 
 func TestUnknownKeptIDFails(t *testing.T) {
@@ -398,4 +430,139 @@ func TestLogWithoutHistoryIsCopiedAgain(t *testing.T) {
 	n2.holds(rc, "a0")
 	require.Equal(t, n1.end(), n2.end(), "nothing of its own log is left")
 	require.Equal(t, n1.epochs(), n2.epochs())
+}
+
+// servedEpochs asks the broker at addr for its epoch history (GET_BROKER_EPOCH_CACHE).
+func servedEpochs(t *testing.T, rc *remoting.Client, addr string) []ha.EpochEntry {
+	t.Helper()
+	resp, err := rc.Invoke(context.Background(), addr, protocol.NewRequest(protocol.GetBrokerEpochCache, nil))
+	require.NoError(t, err)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+	c, err := protocol.DecodeBrokerEpochCache(resp.Body)
+	require.NoError(t, err)
+	var out []ha.EpochEntry
+	for _, e := range c.EpochList {
+		out = append(out, ha.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	return out
+}
+
+// inSyncWith waits until the fake's SyncStateSet is ids and every member reported the
+// master's log end.
+func inSyncWith(t *testing.T, f *fakeController, master *testNode, ids ...int64) {
+	t.Helper()
+	testkit.Eventually(t, waitLong, func() bool {
+		v := f.group()
+		if !slices.Equal(v.SyncStateSet, ids) {
+			return false
+		}
+		for _, id := range ids {
+			if m, ok := v.Member(id); !ok || m.MaxOffset != master.end() {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("SyncStateSet %v, caught up", ids))
+}
+
+// A master that stops hands over: it asks the controllers to elect an in-sync slave
+// (the lowest id of equally caught-up ones) quoting its epoch, and returns only once that
+// slave serves the new epoch; the other slave follows, and nothing is lost.
+func TestShutdownHandsOverToAnInSyncSlave(t *testing.T) {
+	f := newFakeController(testGroup)
+	n1, n2, n3 := newNode(t, f), newNode(t, f), newNode(t, f)
+	n1.start(func(o *Options) { o.HandoverTimeout = 5 * time.Second })
+	n1.serving(true, 1)
+	n2.start()
+	n3.start()
+	n2.serving(false, 1)
+	n3.serving(false, 1)
+	rc := newRemoting(t)
+	sendOK(t, rc, n1.addr, "a0", "a1", "a2")
+	inSyncWith(t, f, n1, 1, 2, 3)
+
+	n1.stop()
+	require.Equal(t, []int64{2}, f.electionsAsked(), "one election asked, of broker 2")
+	v := f.group()
+	require.Equal(t, int64(2), v.Master)
+	require.Equal(t, int32(2), v.MasterEpoch)
+	next, other := n2, n3 // ids are assigned in registration order
+	if n3.a.BrokerID() == 2 {
+		next, other = n3, n2
+	}
+	hist := servedEpochs(t, rc, next.addr)
+	require.Equal(t, int32(2), hist[len(hist)-1].Epoch, "the new master served before the old agent returned")
+	next.serving(true, 2)
+	other.serving(false, 2)
+	sendOK(t, rc, next.addr, "b0")
+	next.holds(rc, "a0", "a1", "a2", "b0")
+	testkit.Eventually(t, waitLong, func() bool { return other.end() == next.end() }, "the other slave follows")
+}
+
+// A master stops without a handover when no other member of its SyncStateSet is alive,
+// or when the controllers did not answer its last heartbeat.
+func TestShutdownWithoutSlaveOrControllersJustStops(t *testing.T) {
+	handover := func(o *Options) { o.HandoverTimeout = 5 * time.Second }
+	t.Run("alone", func(t *testing.T) {
+		f := newFakeController(testGroup)
+		n := newNode(t, f)
+		n.start(handover)
+		n.serving(true, 1)
+		n.stop()
+		require.Empty(t, f.electionsAsked())
+	})
+	t.Run("slave stopped", func(t *testing.T) {
+		f := newFakeController(testGroup)
+		n1, n2 := newNode(t, f), newNode(t, f)
+		n1.start(handover)
+		n1.serving(true, 1)
+		n2.start()
+		n2.serving(false, 1)
+		inSyncWith(t, f, n1, 1, 2)
+		n2.stop()
+		testkit.Eventually(t, waitLong, func() bool {
+			v, _ := n1.a.View()
+			m, _ := v.Member(2)
+			return !m.Alive
+		}, "the master learns its slave is gone")
+		n1.stop()
+		require.Empty(t, f.electionsAsked())
+		require.Equal(t, int64(1), f.group().Master)
+	})
+	t.Run("controllers unreachable", func(t *testing.T) {
+		f := newFakeController(testGroup)
+		n1, n2 := newNode(t, f), newNode(t, f)
+		n1.start(handover)
+		n1.serving(true, 1)
+		n2.start()
+		n2.serving(false, 1)
+		inSyncWith(t, f, n1, 1, 2)
+		f.setCut(1, true)
+		testkit.Eventually(t, waitLong, func() bool { return f.refusedOf(1) > 0 }, "a heartbeat refused")
+		n1.stop()
+		require.Empty(t, f.electionsAsked())
+		require.Equal(t, int64(1), f.group().Master)
+	})
+}
+
+func TestHandoverTarget(t *testing.T) {
+	v := controller.GroupView{Master: 1, MasterEpoch: 3, SyncStateSet: []int64{1, 2, 3, 4}, Members: []controller.MemberView{
+		{ID: 1, Alive: true, Epoch: 3, MaxOffset: 900},
+		{ID: 2, Alive: true, Epoch: 3, MaxOffset: 700},
+		{ID: 3, Alive: true, Epoch: 3, MaxOffset: 800},
+		{ID: 4, Alive: false, Epoch: 3, MaxOffset: 900},
+		{ID: 5, Alive: true, Epoch: 3, MaxOffset: 990}, // not in the set
+	}}
+	m, ok := handoverTarget(v, 1)
+	require.True(t, ok)
+	require.Equal(t, int64(3), m.ID, "the most caught-up alive member of the set")
+	v.Members[1].MaxOffset = 800
+	m, _ = handoverTarget(v, 1)
+	require.Equal(t, int64(2), m.ID, "the lowest id on a tie")
+	v.Members[2].Epoch = 4
+	m, _ = handoverTarget(v, 1)
+	require.Equal(t, int64(3), m.ID, "a newer epoch first")
+	v.SyncStateSet = []int64{1, 4}
+	_, ok = handoverTarget(v, 1)
+	require.False(t, ok, "nobody else alive in the set")
 }

@@ -101,8 +101,8 @@ func startNameServer(t *testing.T) string {
 }
 
 // startReal starts an agent on the node with a real controller client of addrs,
-// registering its brokers with the name server ns.
-func (n *testNode) startReal(addrs []string, ns string) {
+// registering its brokers with the name server ns (edit may change its options).
+func (n *testNode) startReal(addrs []string, ns string, edit ...func(*Options)) {
 	n.t.Helper()
 	o := n.options()
 	var err error
@@ -114,6 +114,9 @@ func (n *testNode) startReal(addrs []string, ns string) {
 	o.Broker.NamesrvAddrs, o.Broker.RegisterInterval = []string{ns}, time.Second
 	o.Broker.HAMaxTimeSlaveNotCatchup = 2 * time.Second
 	o.Broker.SlaveSyncInterval = time.Second // topics created on the master reach slaves sooner
+	for _, e := range edit {
+		e(&o)
+	}
 	a, err := New(o)
 	require.NoError(n.t, err)
 	require.NoError(n.t, a.Start())
@@ -202,10 +205,13 @@ func newProducer(t *testing.T, ns string) *producer {
 	return &producer{t: t, cl: cl, p: p}
 }
 
-// send sends the next message and reports whether it was acknowledged.
+// send sends the next message and reports whether it was acknowledged. Several
+// goroutines may send at once.
 func (p *producer) send() bool {
+	p.mu.Lock()
 	body := fmt.Sprintf("m%05d", p.next)
 	p.next++
+	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := p.p.Send(ctx, message.NewMessage(testTopic, []byte(body))); err != nil {
@@ -219,9 +225,16 @@ func (p *producer) send() bool {
 
 // sendOK sends n messages, each acknowledged.
 func (p *producer) sendOK(n int) {
-	for range n {
-		require.True(p.t, p.send(), "send %d", p.next-1)
+	for i := range n {
+		require.True(p.t, p.send(), "send %d of %d", i, n)
 	}
+}
+
+// ackedCount is how many messages were acknowledged so far.
+func (p *producer) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
 }
 
 // allReadable waits until node n holds every acknowledged message (any queue).

@@ -23,6 +23,13 @@
 // under the new epoch; the other slaves' agents follow at their next heartbeat. A master
 // that learns of another master or a newer epoch stops serving before anything else
 // (fenced); while the controllers cannot be reached every broker keeps its role.
+//
+// A broker never serves again, after its agent starts, under a master epoch it may have
+// served before (the newest in its epoch file): it registers quoting that epoch, and the
+// controllers elect again at a new epoch when it is still the master there — the same
+// broker, unless a slave holds more of the log (a crash cut the master's unflushed tail).
+// A master shut down gracefully hands over (handover.go): it stops its broker, has the
+// controllers elect its most caught-up in-sync slave and waits until that one serves.
 // docs/operations.md ("The broker's agent") has the measured numbers and what an operator
 // sees.
 package failover

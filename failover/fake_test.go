@@ -15,21 +15,27 @@ var errUnreachable = errors.New("fake controller: unreachable")
 
 // fakeController is one broker group's controller state in memory, shared by the agents
 // of a test (each through its own fakeLink): it assigns ids, elects the first broker that
-// registers, and elects whom the test says. It checks what a master quotes when it
-// changes the SyncStateSet, as the real state machine does.
+// registers, elects whom the test says, and elects a master that registers after a
+// restart again at a new epoch (at once: the real controllers compare logs first). It
+// checks what a master quotes when it changes the SyncStateSet or asks for an election,
+// as the real state machine does. A broker is alive from its registration until its
+// agent closes its link.
 type fakeController struct {
 	mu         sync.Mutex
 	view       controller.GroupView
 	nextID     int64
 	cut        map[int64]bool // brokers that cannot reach the controllers
 	heartbeats map[int64]int
+	refused    map[int64]int // heartbeats refused because the broker is cut off
 	reports    map[int64]controller.BrokerReport
 	registered []controller.BrokerReport // every registration, in order
+	noReelect  bool                      // a restarted master is not elected again
+	elections  []int64                   // the brokers ElectFrom asked for, in order
 }
 
 func newFakeController(group string) *fakeController {
 	return &fakeController{view: controller.GroupView{Name: group, SyncStateSet: []int64{}}, nextID: 1,
-		cut: map[int64]bool{}, heartbeats: map[int64]int{}, reports: map[int64]controller.BrokerReport{}}
+		cut: map[int64]bool{}, heartbeats: map[int64]int{}, refused: map[int64]int{}, reports: map[int64]controller.BrokerReport{}}
 }
 
 // link returns a client of the fake for one agent.
@@ -64,6 +70,13 @@ func (f *fakeController) heartbeatsOf(id int64) int {
 	return f.heartbeats[id]
 }
 
+// refusedOf counts the heartbeats of broker id refused while it was cut off.
+func (f *fakeController) refusedOf(id int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused[id]
+}
+
 // registrations returns every registration so far.
 func (f *fakeController) registrations() []controller.BrokerReport {
 	f.mu.Lock()
@@ -76,6 +89,28 @@ func (f *fakeController) copyLocked() controller.GroupView {
 	v.SyncStateSet = slices.Clone(v.SyncStateSet)
 	v.Members = slices.Clone(v.Members)
 	return v
+}
+
+// setNoReelect makes the fake ignore a restarted master's registration (as controllers
+// that do not know RestartEpoch would).
+func (f *fakeController) setNoReelect(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noReelect = v
+}
+
+// electionsAsked returns the brokers agents asked to elect (ElectFrom), in order.
+func (f *fakeController) electionsAsked() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.elections)
+}
+
+// group returns the group's state.
+func (f *fakeController) group() controller.GroupView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.copyLocked()
 }
 
 // member adds or updates a member from a report.
@@ -95,6 +130,7 @@ func (f *fakeController) memberLocked(r controller.BrokerReport) {
 // fakeLink is one agent's client of a fakeController.
 type fakeLink struct {
 	f      *fakeController
+	id     int64 // the broker's id once registered
 	closed bool
 }
 
@@ -113,7 +149,11 @@ func (l *fakeLink) Register(_ context.Context, r controller.BrokerReport) (int64
 		return 0, controller.GroupView{}, fmt.Errorf("%w: %d", controller.ErrUnknownBroker, r.BrokerID)
 	}
 	f.memberLocked(r)
-	if f.view.Master == controller.NoBroker {
+	l.id = r.BrokerID
+	switch {
+	case f.view.Master == controller.NoBroker:
+		f.electLocked(r.BrokerID)
+	case f.view.Master == r.BrokerID && r.RestartEpoch >= f.view.MasterEpoch && !f.noReelect:
 		f.electLocked(r.BrokerID)
 	}
 	return r.BrokerID, f.copyLocked(), nil
@@ -124,6 +164,7 @@ func (l *fakeLink) Heartbeat(_ context.Context, r controller.BrokerReport) (cont
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cut[r.BrokerID] {
+		f.refused[r.BrokerID]++
 		return controller.GroupView{}, errUnreachable
 	}
 	if _, ok := f.view.Member(r.BrokerID); !ok {
@@ -156,7 +197,44 @@ func (l *fakeLink) AlterSyncStateSet(_ context.Context, group string, masterID i
 	return f.copyLocked(), nil
 }
 
+func (l *fakeLink) ElectFrom(_ context.Context, group string, id int64, masterEpoch int32) (controller.GroupView, error) {
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cut[l.id] {
+		return controller.GroupView{}, errUnreachable
+	}
+	f.elections = append(f.elections, id)
+	v := f.view
+	switch {
+	case group != v.Name:
+		return controller.GroupView{}, controller.ErrUnknownGroup
+	case masterEpoch != v.MasterEpoch && masterEpoch > 0:
+		if v.MasterEpoch > masterEpoch && v.Master == id {
+			return f.copyLocked(), nil
+		}
+		return controller.GroupView{}, controller.ErrStaleEpoch
+	case id == v.Master:
+		return controller.GroupView{}, controller.ErrMasterAlive
+	}
+	m, ok := v.Member(id)
+	if !ok || !m.Alive || !slices.Contains(v.SyncStateSet, id) {
+		return controller.GroupView{}, controller.ErrNotEligible
+	}
+	f.electLocked(id)
+	return f.copyLocked(), nil
+}
+
+// Close ends the link: its broker is no longer alive.
 func (l *fakeLink) Close() error {
 	l.closed = true
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.view.Members {
+		if m.ID == l.id {
+			f.view.Members[i].Alive = false
+		}
+	}
 	return nil
 }

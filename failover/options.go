@@ -36,6 +36,11 @@ type Options struct {
 	// ShutdownTimeout bounds the graceful shutdown of a broker whose role changes (and of
 	// the last one at Shutdown when its context has no deadline). Default 10 s.
 	ShutdownTimeout time.Duration
+	// HandoverTimeout bounds the handover of a master at Shutdown: it stops serving, asks
+	// the controllers to elect its most caught-up in-sync slave and waits until that one
+	// serves (Agent.Shutdown). 0: no handover (the controllers replace a stopped master
+	// once its heartbeat lapses). Default 5 s.
+	HandoverTimeout time.Duration
 	// RelistenTimeout bounds the wait for the broker's port to be free again after a
 	// role change (another socket may hold it for a moment). Default 10 s.
 	RelistenTimeout time.Duration
@@ -60,6 +65,7 @@ func DefaultOptions() Options {
 		Controller:        controller.DefaultClientOptions(),
 		HeartbeatInterval: time.Second,
 		ShutdownTimeout:   10 * time.Second,
+		HandoverTimeout:   5 * time.Second,
 		RelistenTimeout:   10 * time.Second,
 		RetryInterval:     200 * time.Millisecond,
 		MaxStartFailures:  5,
@@ -82,6 +88,8 @@ func (o *Options) Validate() error {
 	case o.HeartbeatInterval <= 0 || o.ShutdownTimeout <= 0 || o.RelistenTimeout <= 0 || o.RetryInterval <= 0:
 		return bad("HeartbeatInterval %v, ShutdownTimeout %v, RelistenTimeout %v and RetryInterval %v must be positive",
 			o.HeartbeatInterval, o.ShutdownTimeout, o.RelistenTimeout, o.RetryInterval)
+	case o.HandoverTimeout < 0:
+		return bad("HandoverTimeout %v must not be negative", o.HandoverTimeout)
 	case o.MaxStartFailures < 1:
 		return bad("MaxStartFailures %d must be at least 1", o.MaxStartFailures)
 	}

@@ -30,7 +30,17 @@ func (a *Agent) start(r role) (*instance, error) {
 
 // startMaster opens the broker as r's master and, before it serves anything, records the
 // new epoch in the epoch file: from the log's current end on, the log is this epoch's.
+// An epoch this broker may have served before the agent started (restartEpoch) is never
+// served again: the log may have lost a tail (a machine crash losing what was not
+// flushed) that its slaves hold, and this master would write other bytes at those
+// offsets under the same epoch. The agent waits for the controllers, which elect again
+// at a new epoch when a master registers after a start.
 func (a *Agent) startMaster(r role) (*instance, error) {
+	if r.epoch <= a.restartEpoch {
+		a.setAwaitingEpoch(true)
+		return nil, fmt.Errorf("%w: elected master for epoch %d, which this broker may have served before it started "+
+			"(epoch file: %d); waiting for the controllers to elect again at a new epoch", errNotYet, r.epoch, a.restartEpoch)
+	}
 	b, err := broker.New(a.brokerOptions(r))
 	if err != nil {
 		return nil, err
@@ -43,7 +53,19 @@ func (a *Agent) startMaster(r role) (*instance, error) {
 		// state this assignment came from is stale; the next heartbeat brings the newer.
 		return nil, errors.Join(fmt.Errorf("%w: elected master for epoch %d, but the epoch file holds epoch %d",
 			errNotYet, r.epoch, last.Epoch), a.discard(b))
-	case !ok || last.Epoch < r.epoch:
+	case ok && last.Epoch == r.epoch:
+		// Recorded by this agent (r.epoch > restartEpoch) for a start that failed after.
+	default:
+		if ok && last.StartOffset > end {
+			// Epochs starting past the log's end describe bytes this log does not hold
+			// (a history adopted from a master it had not copied that far, or a tail lost
+			// in a crash): the new epoch starts where the log ends.
+			if err := a.epochs.TruncateFrom(end + 1); err != nil {
+				return nil, errors.Join(fmt.Errorf("failover: %w", err), a.discard(b))
+			}
+			a.log.Warn().Int64("end", end).Interface("epochs", a.epochs.Entries()).
+				Msg("epochs starting past the log's end dropped from the epoch file")
+		}
 		if err := a.epochs.Append(ha.EpochEntry{Epoch: r.epoch, StartOffset: end}); err != nil {
 			return nil, errors.Join(fmt.Errorf("failover: %w", err), a.discard(b))
 		}
