@@ -385,6 +385,12 @@ type BrokerConfig struct {
 	// Default 1s. Key broker.controllerHeartbeatInterval, env
 	// FERRY_BROKER_CONTROLLER_HEARTBEAT_INTERVAL.
 	ControllerHeartbeatInterval time.Duration `mapstructure:"controllerHeartbeatInterval" default:"1s" check:"positive" process:"failover" meaning:"controller mode: heartbeat period to the controller (how soon an election is learned)"`
+	// ControllerHandoverTimeout bounds a controller-mode master's handover when it
+	// is stopped (SIGTERM): it stops serving, has its most caught-up in-sync slave
+	// elected and waits for it to serve; 0 stops without handing over. Default 5s.
+	// Key broker.controllerHandoverTimeout, env
+	// FERRY_BROKER_CONTROLLER_HANDOVER_TIMEOUT.
+	ControllerHandoverTimeout time.Duration `mapstructure:"controllerHandoverTimeout" default:"5s" check:"notNegative" process:"failover" meaning:"controller mode: bound on a stopping master's handover to a slave (0: none)"`
 	// AllAckInSyncStateSet acknowledges a send (that waits for storage) once every
 	// member of the SyncStateSet has it, else FLUSH_SLAVE_TIMEOUT after
 	// haSlaveTimeout; controller mode only. Default false. Key

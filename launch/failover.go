@@ -15,6 +15,7 @@ import (
 // onto the failover agent's options: the broker's own (BrokerOptions), which the agent
 // completes with the role the controllers assign, the controllers' addresses
 // (broker.controllerAddrs), the heartbeat interval (broker.controllerHeartbeatInterval),
+// the handover bound at a stop (broker.controllerHandoverTimeout),
 // and ln, the broker port the caller bound. The agent dials the controllers as the broker
 // dials its name servers: with TLS when broker.tlsToNamesrv is set, signing with
 // broker.accessKey / broker.secretKey when they are set.
@@ -28,7 +29,7 @@ func AgentOptions(cfg conf.BrokerConfig, ln net.Listener, fsys mmap.FS, log zero
 	}
 	o := failover.DefaultOptions()
 	o.Broker, o.Listener, o.Logger = bo, ln, log
-	o.HeartbeatInterval = cfg.ControllerHeartbeatInterval
+	o.HeartbeatInterval, o.HandoverTimeout = cfg.ControllerHeartbeatInterval, cfg.ControllerHandoverTimeout
 	o.Controller.Addrs, o.Controller.TLS, o.Controller.Logger = cfg.ControllerAddrs, bo.NamesrvTLS, log
 	if bo.Credentials.AccessKey != "" {
 		creds := bo.Credentials
