@@ -146,18 +146,21 @@ type replicaRow struct {
 
 // haStatus is ha status's answer.
 type haStatus struct {
-	Group             string       `json:"group" yaml:"group"`
-	Master            int64        `json:"master" yaml:"master"`
-	MasterEpoch       int32        `json:"masterEpoch" yaml:"masterEpoch"`
-	SyncStateSet      []int64      `json:"syncStateSet" yaml:"syncStateSet"`
-	SyncStateSetEpoch int32        `json:"syncStateSetEpoch" yaml:"syncStateSetEpoch"`
-	Replicas          []replicaRow `json:"replicas" yaml:"replicas"`
+	Group             string  `json:"group" yaml:"group"`
+	Master            int64   `json:"master" yaml:"master"`
+	MasterEpoch       int32   `json:"masterEpoch" yaml:"masterEpoch"`
+	SyncStateSet      []int64 `json:"syncStateSet" yaml:"syncStateSet"`
+	SyncStateSetEpoch int32   `json:"syncStateSetEpoch" yaml:"syncStateSetEpoch"`
+	// MasterRestarted: the master registered after a restart and is about to be elected
+	// again (or replaced) at a new epoch; it serves nothing until then.
+	MasterRestarted bool         `json:"masterRestarted" yaml:"masterRestarted"`
+	Replicas        []replicaRow `json:"replicas" yaml:"replicas"`
 }
 
 // haStatusOf is the group as ha status shows it.
 func haStatusOf(v controller.GroupView) haStatus {
 	s := haStatus{Group: v.Name, Master: v.Master, MasterEpoch: v.MasterEpoch, SyncStateSet: v.SyncStateSet,
-		SyncStateSetEpoch: v.SyncStateSetEpoch, Replicas: []replicaRow{}}
+		SyncStateSetEpoch: v.SyncStateSetEpoch, MasterRestarted: v.MasterRestarted, Replicas: []replicaRow{}}
 	master, hasMaster := v.Member(v.Master)
 	for _, m := range v.Members {
 		r := replicaRow{BrokerID: m.ID, Role: "slave", Addr: m.Addr, HAAddr: m.HAAddr, InSyncStateSet: slices.Contains(v.SyncStateSet, m.ID),
@@ -182,8 +185,12 @@ func (e *env) emitHAStatus(v controller.GroupView) error {
 		if s.Master != controller.NoBroker {
 			master = fmt.Sprint(s.Master)
 		}
-		fmt.Fprintf(w, "group %s: master %s, epoch %d, SyncStateSet %v (epoch %d)\n", s.Group, master, s.MasterEpoch,
-			s.SyncStateSet, s.SyncStateSetEpoch)
+		restarted := ""
+		if s.MasterRestarted {
+			restarted = " (master restarted: a new epoch is being elected)"
+		}
+		fmt.Fprintf(w, "group %s: master %s, epoch %d, SyncStateSet %v (epoch %d)%s\n", s.Group, master, s.MasterEpoch,
+			s.SyncStateSet, s.SyncStateSetEpoch, restarted)
 		fmt.Fprintln(w, "ID\tROLE\tADDRESS\tHA ADDRESS\tIN SET\tALIVE\tEPOCH\tMAX OFFSET\tLAG")
 		for _, r := range s.Replicas {
 			lag := "-"
