@@ -19,7 +19,9 @@ type Proxy struct {
 	cond   *sync.Cond
 	frozen bool
 	closed bool
-	conns  []net.Conn
+	// holding counts the reads held while frozen (tests of the proxy wait on it).
+	holding int
+	conns   []net.Conn
 	// cutAfter, when > 0, closes a new connection after that many bytes from the target.
 	cutAfter int64
 }
@@ -105,8 +107,8 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies src to dst, holding what it read while the proxy is frozen, and closes
-// both after limit bytes when limit > 0.
+// pipe copies src to dst, holding what it read while the proxy is frozen (dropped if the
+// proxy is closed meanwhile), and closes both after limit bytes when limit > 0.
 func (p *Proxy) pipe(dst, src net.Conn, limit int64) {
 	defer func() {
 		_ = dst.Close()
@@ -117,10 +119,16 @@ func (p *Proxy) pipe(dst, src net.Conn, limit int64) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
+			p.holding++
 			for p.frozen && !p.closed {
 				p.cond.Wait()
 			}
+			p.holding--
+			closed := p.closed
 			p.mu.Unlock()
+			if closed { // a cut link delivers nothing it held, as a real one would not
+				return
+			}
 			last := false
 			if limit > 0 && int64(n) >= limit {
 				n, last = int(limit), true

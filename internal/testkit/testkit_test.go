@@ -279,3 +279,39 @@ func TestProxyFreezesCutsAndCutsAfter(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "abc", string(rest), "closed after 3 bytes from the target")
 }
+
+// A proxy closed while frozen delivers nothing it held: a cut link loses what was in
+// flight (a replication test relies on it: an acknowledgement held by the freeze must
+// not reach the master when the link is cut).
+func TestProxyClosedWhileFrozenDropsWhatItHeld(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	received := make(chan []byte, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			received <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		received <- b
+	})
+	p := StartProxy(t, ln.Addr().String())
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	p.SetFrozen(true)
+	_, err = c.Write([]byte("held"))
+	require.NoError(t, err)
+	Eventually(t, 5*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.holding == 1
+	}, "the proxy holds the bytes")
+	p.Close()
+	require.Empty(t, <-received, "nothing held reaches the target after the proxy closed")
+}
