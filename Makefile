@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress e2e-console
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers e2e-console
 
 all: build test
 
@@ -88,6 +88,25 @@ cluster-test:
 HA_ROUNDS ?= 20
 ha-stress:
 	FERRY_HA_STRESS=$(HA_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestSyncMasterKillLosesNothing$$' -v ./interop/
+
+## failover-stress: the acceptance harness of automatic failover (interop, build tag
+## failoverstress, so not part of `make test`): three `ferry controller` and three
+## `ferry broker` processes in controller mode (allAckInSyncStateSet), producers of
+## Ferry's client and of the official Go client, the master SIGKILLed FAILOVER_KILLS
+## times (default 50) and restarted as a slave; then 0 acknowledged messages lost, every
+## one read back by a consumer of each kind, nothing read that was never sent. It prints
+## the unavailability per kill (p50, max) for each client kind as a JSON line.
+## FERRY_FAILOVER_RATE, FERRY_FAILOVER_PAUSE and FERRY_FAILOVER_DWELL tune the load and
+## the kills (docs/operations.md, "Automatic failover").
+FAILOVER_KILLS ?= 50
+failover-stress:
+	FERRY_FAILOVER_KILLS=$(FAILOVER_KILLS) $(GO) test -tags failoverstress -count=1 -timeout 120m -run '^TestFailoverStress$$' -v ./interop/
+
+## failover-controllers: the controllers' own failures under load (build tag
+## failoverstress): the Raft leader SIGKILLed (no send fails, a new leader, no election),
+## then two of three controllers down (the master keeps serving, no election).
+failover-controllers:
+	$(GO) test -tags failoverstress -count=1 -timeout 20m -run '^TestFailoverController(LeaderKill|Minority)$$' -v ./interop/
 
 ## e2e-console: the web console (package console) in a real headless browser: Debian's
 ## chromium (installed with apt-get when missing) driven by chromedp, which the build tag
