@@ -56,8 +56,12 @@ type foBroker struct {
 	proc    *ferryProc
 }
 
-// foClusterName is the clusterName of the brokers.
-const foClusterName = "FailoverCluster"
+// foClusterName is the clusterName of the brokers, foGroup the group of the tests with
+// one.
+const (
+	foClusterName = "FailoverCluster"
+	foGroup       = "fo-a"
+)
 
 // newFOCluster starts a name server and three controllers (ferry binary bin, built when
 // empty), then perGroup brokers of each group; extra is added to every broker's

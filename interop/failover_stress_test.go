@@ -25,9 +25,6 @@ import (
 //
 // Each prints one JSON line (starting with {"harness":) with its figures.
 
-// foGroup is the broker group of the harnesses.
-const foGroup = "fo-a"
-
 // foEnvInt is the integer environment variable name, or def when unset.
 func foEnvInt(t *testing.T, name string, def int) int {
 	t.Helper()
