@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers e2e-console
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console
 
 all: build test
 
@@ -76,6 +76,20 @@ deploy-down:
 deploy-test: deploy-build
 	deploy/test.sh
 
+## deploy-controller-up / deploy-controller-down / deploy-controller-test: the
+## controller-mode deployment (deploy/docker-compose.controller.yml: two name servers,
+## three controllers, two groups of three brokers with automatic failover) and its
+## acceptance test (deploy/test-controller.sh): it comes up, elects, and survives killing
+## a master. Needs Docker; not part of `make test`.
+deploy-controller-up: deploy-build
+	cd deploy && docker-compose -p ferrycm -f docker-compose.controller.yml up -d --build
+
+deploy-controller-down:
+	cd deploy && docker-compose -p ferrycm -f docker-compose.controller.yml down -v
+
+deploy-controller-test: deploy-build
+	deploy/test-controller.sh
+
 ## cluster-test: the local process deployment (deploy/cluster.sh, 2 name servers and 2
 ## master-slave groups on 127.0.0.1) with ferryctl and the official client; not part of
 ## `make test` (it uses fixed ports).
@@ -107,6 +121,15 @@ failover-stress:
 ## then two of three controllers down (the master keeps serving, no election).
 failover-controllers:
 	$(GO) test -tags failoverstress -count=1 -timeout 20m -run '^TestFailoverController(LeaderKill|Minority)$$' -v ./interop/
+
+## failover-partition: a network partition in the controller-mode deployment
+## (deploy/docker-compose.controller.yml, Docker, images from local files; build tag
+## failoverpartition): broker-a's master cut off from the controllers and its slaves while
+## producers of both client kinds still reach it; it acknowledges nothing, another master
+## is elected, and after the heal it rejoins as a slave with what it wrote alone cut off;
+## a history check over the whole run. Not part of `make test`; prints a JSON line.
+failover-partition: deploy-build
+	$(GO) test -tags failoverpartition -count=1 -timeout 20m -run '^TestFailoverPartition$$' -v ./interop/
 
 ## e2e-console: the web console (package console) in a real headless browser: Debian's
 ## chromium (installed with apt-get when missing) driven by chromedp, which the build tag

@@ -18,6 +18,7 @@ import (
 	"github.com/ferrymq/ferry/ha"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -267,8 +268,8 @@ func (b *foBroker) epochs(t *testing.T) []ha.EpochEntry {
 }
 
 // pullAll reads every message of topic's queues (0..queues-1) from the broker at addr,
-// from the start, and calls fn with each body.
-func pullAll(t *testing.T, rc *remoting.Client, addr, topic string, queues int32, fn func(body []byte)) error {
+// from the start, and calls fn with each record.
+func pullAll(t *testing.T, rc *remoting.Client, addr, topic string, queues int32, fn func(rec message.Record)) error {
 	t.Helper()
 	for q := range queues {
 		for off := int64(0); ; {
@@ -289,7 +290,7 @@ func pullAll(t *testing.T, rc *remoting.Client, addr, topic string, queues int32
 				break
 			}
 			for _, r := range recs {
-				fn(r.Body)
+				fn(r)
 				off = r.QueueOffset + 1
 			}
 		}

@@ -4,6 +4,7 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -140,6 +141,23 @@ func storeHost(offsetMsgID string) string {
 		return ""
 	}
 	return addr.String()
+}
+
+// foProducers starts two producers of each kind on topic.
+func foProducers(t *testing.T, ns, topic string) []*foProducer {
+	t.Helper()
+	return []*foProducer{
+		newFerryFOProducer(t, ns, "f0", topic), newFerryFOProducer(t, ns, "f1", topic),
+		newOfficialFOProducer(t, ns, "o0", topic), newOfficialFOProducer(t, ns, "o1", topic),
+	}
+}
+
+// printSummary prints v as one JSON line on standard output.
+func printSummary(t *testing.T, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	fmt.Println(string(b))
 }
 
 // foLoad runs producers until stopped.

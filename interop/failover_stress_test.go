@@ -3,7 +3,6 @@
 package interop
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/message"
 )
 
 // The acceptance harnesses of automatic failover (issue 21) that take minutes: the build
@@ -50,28 +50,11 @@ func foEnvDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return d
 }
 
-// foProducers starts two producers of each kind on topic.
-func foProducers(t *testing.T, ns, topic string) []*foProducer {
-	t.Helper()
-	return []*foProducer{
-		newFerryFOProducer(t, ns, "f0", topic), newFerryFOProducer(t, ns, "f1", topic),
-		newOfficialFOProducer(t, ns, "o0", topic), newOfficialFOProducer(t, ns, "o1", topic),
-	}
-}
-
 // foKillRecord is what one kill of a master measured.
 type foKillRecord struct {
 	at        time.Time
 	old, next string        // the killed master's address, its successor's
 	elected   time.Duration // kill → the controllers name a new master
-}
-
-// printSummary prints v as one JSON line on standard output.
-func printSummary(t *testing.T, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	fmt.Println(string(b))
 }
 
 // foUnavailability measures, for each kill and kind, the time from the last
@@ -191,7 +174,7 @@ func TestFailoverStress(t *testing.T) {
 	var replicaMissing, foreign int
 	for _, b := range c.groupBrokers(foGroup) {
 		r := &foReader{seen: map[string]int{}}
-		require.NoError(t, pullAll(t, c.rc, b.listen, topic, 8, r.add))
+		require.NoError(t, pullAll(t, c.rc, b.listen, topic, 8, func(rec message.Record) { r.add(rec.Body) }))
 		miss := r.missing(all)
 		f, n := r.foreign(load)
 		t.Logf("%s holds %d distinct keys; %d acknowledged missing, %d never sent", b.name, n, miss, len(f))
