@@ -91,8 +91,9 @@ deploy-controller-test: deploy-build
 	deploy/test-controller.sh
 
 ## cluster-test: the local process deployment (deploy/cluster.sh, 2 name servers and 2
-## master-slave groups on 127.0.0.1) with ferryctl and the official client; not part of
-## `make test` (it uses fixed ports).
+## master-slave groups on 127.0.0.1) with ferryctl and the official client, then its
+## controller mode (cluster.sh --mode controller: 3 controllers, 2 groups of 3 brokers)
+## through a master's SIGKILL; not part of `make test` (it uses fixed ports).
 cluster-test:
 	deploy/cluster-test.sh
 
