@@ -27,7 +27,12 @@
 // Queues: round robin by default; WithSelector(HashSelector) keeps the messages of one
 // sharding key in one queue, in order (one request in flight per queue); a
 // QueueSelectorFunc chooses any other way. Retriable failures are tried again on another
-// broker (WithRetries), and the route is looked up again.
+// broker (WithRetries), and the route is looked up again. A send that got no answer at
+// all (the broker refused the connection or never replied) also drops the topic's cached
+// route, retried or not, so that after a failover the next send finds the group's new
+// master at once rather than at the next periodic refresh (WithRouteRefresh, 30 s); a
+// route fetched less than 100 ms before is kept, so that a dead broker costs the name
+// servers one lookup per 100 ms, not one per failed send.
 //
 // # Consuming
 //

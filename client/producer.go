@@ -453,9 +453,13 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 	p.c.invokeAsync(b.ctx, q.addr, req, func(resp *remoting.Command, err error) {
 		if err != nil {
 			var be *BrokerError
-			retriable := !errors.As(err, &be) || be.Retriable()
+			answered := errors.As(err, &be)
+			retriable := !answered || be.Retriable()
 			if !errors.Is(err, ErrClosed) && b.ctx.Err() == nil {
 				p.fault.update(q.broker, time.Since(sent), retriable)
+			}
+			if !answered && !errors.Is(err, ErrClosed) {
+				p.c.refreshAfterFailure(r.topic, r) // the broker may be gone: a failover
 			}
 			if retriable && attempt < p.opts.retries && b.ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				b.lastBroker = q.broker

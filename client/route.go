@@ -164,6 +164,28 @@ func (c *Client) routeLoop() {
 	}
 }
 
+// routeFailureBackoff is the least age of a cached route that a failed connection drops
+// (refreshAfterFailure): a dead broker fails every send at once, and each would
+// otherwise ask the name servers again.
+const routeFailureBackoff = 100 * time.Millisecond
+
+// refreshAfterFailure drops topic's cached route r after a request to one of its brokers
+// got no answer (refused, reset, timed out): the broker may be gone and its group served
+// by a new master at another address (a failover), which the name servers know before
+// the next periodic refresh (Options.RouteRefresh). The next send then fetches the route
+// again. A route fetched less than routeFailureBackoff ago is kept, so that a burst of
+// failures costs one fetch per backoff, not one each.
+func (c *Client) refreshAfterFailure(topic string, r *topicRoute) {
+	if time.Since(r.fetched) < routeFailureBackoff {
+		return
+	}
+	c.routes.Lock()
+	if c.routes.m[topic] == r {
+		delete(c.routes.m, topic)
+	}
+	c.routes.Unlock()
+}
+
 // forgetRoute drops a cached route after a send error, so the next send asks again.
 func (c *Client) forgetRoute(topic string) {
 	c.routes.Lock()

@@ -367,6 +367,9 @@ func (tp *TransactionProducer) sendHalf(ctx context.Context, half *message.Messa
 		case errors.As(err, &be) && be.Retriable() && attempt < tp.p.opts.retries && ctx.Err() == nil:
 			avoid = q.broker
 			tp.c.forgetRoute(r.topic)
+		case !errors.As(err, &be) && !errors.Is(err, ErrClosed):
+			tp.c.refreshAfterFailure(r.topic, r) // no answer: the broker may be gone (a failover)
+			return TransactionResult{}, q, err
 		default:
 			return TransactionResult{}, q, err
 		}

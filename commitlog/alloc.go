@@ -19,6 +19,9 @@ import (
 //     the middle of the segment before it; a writer that gets there first creates it
 //     itself, as it does when creation failed. An idle log, new or recovered, holds one
 //     segment and no spare.
+//   - Once appends begin, the service goroutine keeps the durable high-water mark
+//     highWaterLead ahead of the write position (highwater.go), so that writers rarely
+//     sync the high-water file themselves.
 //   - With Options.PrefaultSegments, the service goroutine keeps the Options.PrefaultAhead
 //     bytes after the write position pre-faulted, and the same amount at the head of a
 //     segment it creates, so the page cache is allocated and zero-filled there rather
@@ -236,8 +239,9 @@ type warmer struct {
 	wait     time.Duration // until the next step
 }
 
-// step creates the queued segment when its time has come and pre-faults up to
-// PrefaultAhead bytes past the write position, and returns the time until the next step.
+// step raises the high-water mark ahead of the write position, creates the queued
+// segment when its time has come and pre-faults up to PrefaultAhead bytes past the write
+// position, and returns the time until the next step.
 func (w *warmer) step() time.Duration {
 	l := w.l
 	if !w.appended {
@@ -253,6 +257,7 @@ func (w *warmer) step() time.Duration {
 		w.last = -1
 	}
 	wrote := l.wrote.Load()
+	l.raiseAhead(wrote)
 	if s := w.queued; s != nil && wrote >= s.start-l.segSize/2 {
 		w.queued = nil
 		w.create(s)

@@ -28,9 +28,9 @@ import (
 // the records were appended too (res is filled, Status is FlushDiskFailed) but the sync
 // or the write-out of the FlushSync stage failed — unless res.Count is 0: then an
 // earlier failure stopped this append and nothing was appended. Any other error means
-// nothing was appended: ErrBadBatch, ErrRecordTooLarge, ErrClosed, ErrNotRecovered, or a
-// failure to create the next segment (for a full disk it matches mmap.ErrNoSpace); a
-// later Append retries the creation.
+// nothing was appended: ErrBadBatch, ErrRecordTooLarge, ErrClosed, ErrNotRecovered, a
+// failure to create the next segment (for a full disk it matches mmap.ErrNoSpace) or to
+// make the high-water mark durable (highwater.go); a later Append retries.
 func (l *Log) Append(recs []message.Record, wait bool) (AppendResult, error) {
 	total, err := l.checkBatch(recs)
 	if err != nil {
@@ -198,11 +198,16 @@ func (l *Log) write(recs []message.Record, total int64, wait bool) (AppendResult
 
 // segmentForLocked returns the segment the next need bytes go to, writing the blank
 // filler and moving to the next segment when they do not fit the current one (the rule
-// is need+8 > remaining, so a record never ends exactly at a segment end).
+// is need+8 > remaining, so a record never ends exactly at a segment end). Every byte it
+// writes, and the need bytes after the position it returns with, are below the durable
+// high-water mark first (coverLocked).
 func (l *Log) segmentForLocked(need int64) (*segment, error) {
 	if cur := l.mu.cur; cur != nil {
 		remaining := cur.end - l.mu.pos
 		if need+message.BlankHeaderSize <= remaining {
+			if err := l.coverLocked(l.mu.pos + need); err != nil {
+				return nil, err
+			}
 			l.writeModeLocked(cur, true)
 			return cur, nil
 		}
@@ -212,6 +217,9 @@ func (l *Log) segmentForLocked(need int64) (*segment, error) {
 		}
 		if remaining > 0 {
 			if remaining >= message.BlankHeaderSize {
+				if err := l.coverLocked(l.mu.pos + message.BlankHeaderSize); err != nil {
+					return nil, err
+				}
 				if _, err := message.EncodeBlank(cur.data[l.mu.pos-cur.start:], int(remaining)); err != nil {
 					return nil, fmt.Errorf("commitlog: write filler: %w", err)
 				}
@@ -226,6 +234,9 @@ func (l *Log) segmentForLocked(need int64) (*segment, error) {
 		return nil, err
 	}
 	l.mu.cur = seg
+	if err := l.coverLocked(l.mu.pos + need); err != nil {
+		return nil, err
+	}
 	l.writeModeLocked(seg, true)
 	return seg, nil
 }

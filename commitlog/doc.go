@@ -49,7 +49,10 @@
 //     retry that "succeeds" would prove nothing).
 //   - Recover scans from a record boundary, validates each record, zeroes everything after
 //     the last valid one and deletes later segments, so a torn tail disappears and stale
-//     bytes can never be resurrected by a later recovery.
+//     bytes can never be resurrected by a later recovery. With a high-water file
+//     (Options.HighWaterPath) it zeroes only up to the durable high-water mark, beyond
+//     which nothing was ever written (highwater.go), so its cost does not grow with the
+//     segment size.
 //   - Segments are reference counted: a View keeps its segment mapped even after the
 //     segment is deleted, until Release (or DestroyTimeout, after which it is unmapped).
 //
@@ -57,13 +60,14 @@
 //
 // Lock order: closing (RWMutex; held shared by every mutating call, exclusively by Close)
 // → mu (writer lock: write position, current segment, queue table) → listMu (segment list
-// changes) → alloc / pending / gc / flushMu (leaf locks). Readers take no lock: they load
+// changes) → alloc / pending / gc / flushMu / hw (leaf locks). Readers take no lock: they load
 // the published write position and the copy-on-write segment list atomically.
 //
 // Goroutines, all started through Log.goTracked and stopped by Close: one flusher (the
 // periodic flusher in FlushAsync mode, the group-commit flusher in FlushSync mode) and
 // one service goroutine that preallocates (and, with Options.PrefaultSegments, pre-faults)
-// the next segment and force-unmaps deleted segments whose readers outlive DestroyTimeout.
+// the next segment, raises the high-water mark ahead of the writer and force-unmaps
+// deleted segments whose readers outlive DestroyTimeout.
 //
 // # Departures from RocketMQ
 //
@@ -71,8 +75,8 @@
 //     whose topic is empty or holds a NUL byte: V1 checksums only the body, so without
 //     this a write torn inside the properties would be accepted. Append enforces the same
 //     rules (every RocketMQ writer already follows them).
-//   - Recovery zeroes the tail of the last segment instead of only moving positions, so a
-//     later crash cannot resurrect records that were cut off.
+//   - Recovery zeroes the tail of the last segment (up to the high-water mark) instead of
+//     only moving positions, so a later crash cannot resurrect records that were cut off.
 //   - A Sync failure is sticky (see FlushError) rather than retried.
 //   - Pre-faulting reads the next segment instead of writing zeros into it: no extra disk
 //     writes, and no mlock.

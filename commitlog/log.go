@@ -31,6 +31,7 @@ type Log struct {
 	fs      mmap.FS
 	dir     string
 	segSize int64
+	hwLead  int64 // highWaterLead(segSize)
 	log     zerolog.Logger
 
 	// Published positions, readable without locks.
@@ -83,6 +84,14 @@ type Log struct {
 	}
 	allocCh chan *allocSlot
 
+	// hw is the high-water mark (highwater.go). Lock order: after mu and listMu.
+	hw struct {
+		sync.Mutex              // serialises writes of the file
+		m          mmap.Mapped  // the mapped high-water file; nil without one
+		mark       atomic.Int64 // the durable mark; -1 while unknown
+		failing    atomic.Bool  // the service goroutine's last raise failed (logged once)
+	}
+
 	pending struct {
 		sync.Mutex
 		segs []pendingSegment // deleted segments still held by readers
@@ -128,7 +137,8 @@ func (l *Log) Stats() Stats {
 // recovery handles). Open does not scan records: on a log with
 // segments, call Recover (or RecoverTail) before the first Append. In an empty directory
 // Open creates (and pre-faults) the first segment and the log is ready for appends at
-// offset 0; Recover may still be called and returns 0.
+// offset 0; Recover may still be called and returns 0. Open also maps the high-water file
+// (Options.HighWaterPath, when set: created when missing; see highwater.go).
 func Open(opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -138,6 +148,7 @@ func Open(opts Options) (*Log, error) {
 		fs:      opts.FS,
 		dir:     opts.Dir,
 		segSize: opts.SegmentSize,
+		hwLead:  highWaterLead(opts.SegmentSize),
 		log:     opts.Logger.With().Str("component", "commitlog").Logger(),
 		gcKick:  make(chan struct{}, 1),
 		allocCh: make(chan *allocSlot, 1),
@@ -166,6 +177,15 @@ func Open(opts Options) (*Log, error) {
 		l.mu.cur = seg
 		l.mu.recovered = true
 		l.mu.created = true
+	}
+	if err := l.openHighWater(l.mu.created); err != nil {
+		for _, s := range segs {
+			err = errors.Join(err, s.release())
+		}
+		if l.hw.m != nil {
+			err = errors.Join(err, l.hw.m.Close())
+		}
+		return nil, err
 	}
 	l.segs.Store(&segList{segs: segs})
 	if l.mu.recovered {
@@ -291,6 +311,13 @@ func (l *Log) Close() error {
 		if err := s.release(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if l.hw.m != nil {
+		l.hw.Lock()
+		if err := l.hw.m.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("commitlog: close high-water file: %w", err))
+		}
+		l.hw.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,6 +52,13 @@ const (
 type Options struct {
 	// Dir is the directory holding the segment files (created if missing).
 	Dir string
+	// HighWaterPath is the file that records the log's high-water mark, which bounds how
+	// much of a segment's tail recovery zeroes, so that restarting after a crash does not
+	// cost a read of the whole segment (see highwater.go). It must not be inside Dir (the
+	// commit-log directory keeps RocketMQ's layout: segments only); the store uses
+	// <data-dir>/commitlog.hwm. Empty: no mark, and recovery zeroes the whole rest of the
+	// last segment.
+	HighWaterPath string
 	// FS is the file system; mmap.OSFS{} for real files, *mmap.MemFS in tests.
 	FS mmap.FS
 	// SegmentSize is the size of every segment, a multiple of PageSize. It must match
@@ -133,6 +141,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FS == nil {
 		bad("FS must be set")
+	}
+	if o.HighWaterPath != "" && filepath.Dir(filepath.Clean(o.HighWaterPath)) == filepath.Clean(o.Dir) {
+		bad("HighWaterPath %s must not be inside Dir %s", o.HighWaterPath, o.Dir)
 	}
 	if o.SegmentSize < PageSize || o.SegmentSize > MaxSegmentSize || o.SegmentSize%PageSize != 0 {
 		bad("SegmentSize %d must be a multiple of %d in [%d, %d]", o.SegmentSize, PageSize, PageSize, MaxSegmentSize)

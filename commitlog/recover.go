@@ -33,9 +33,11 @@ func (l *Log) RecoverTail(segments int, verifyCRC bool) (int64, error) {
 // NUL bytes, its properties are empty or end with 0x02 (torn-tail detection: V1 has no
 // CRC over them) and, with verifyCRC, its body CRC matches. A blank filler is valid when its TOTALSIZE is exactly the rest of the segment;
 // the scan continues at the next segment. The scan stops at the first invalid (or zero)
-// bytes: everything after the last valid record is zeroed in that segment and synced,
-// later segments are deleted (directory synced), and the scanned prefix is synced, so the
-// returned end offset is durable and MaxOffset = FlushedOffset = end.
+// bytes: everything after the last valid record is zeroed in that segment and synced (up
+// to the high-water mark when it is known: nothing was written beyond it, see
+// highwater.go), later segments are deleted (directory synced), the mark is set to the end
+// plus its lead, and the scanned prefix is synced, so the returned end offset is durable
+// and MaxOffset = FlushedOffset = end.
 //
 // The queue-offset table is raised to cover every consumable record scanned; records
 // before from are not seen, so the store sets the other queues with SetQueueOffset.
@@ -366,22 +368,24 @@ func checkTail(rec *message.Record) error {
 }
 
 // truncateLocked cuts the log at end: the rest of the segment holding end is zeroed and
-// synced, and the segments after it are deleted, newest first, so that whichever of the
-// removals a crash makes durable, the segments left are contiguous. It returns the segment
-// appends continue in (the last one when end is the end of the log). Called with mu and
-// listMu held, before any reader can see beyond the old write position.
+// synced up to the high-water mark (the whole rest when the mark is unknown: see
+// highwater.go), and the segments after it are deleted, newest first, so that whichever
+// of the removals a crash makes durable, the segments left are contiguous. Then the mark
+// is lowered (or raised) to end+highWaterLead: every byte after end is zero by then. It
+// returns the segment appends continue in (the last one when end is the end of the log).
+// Called with mu and listMu held, before any reader can see beyond the old write position.
 func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 	cur := list.find(end, l.segSize)
 	if cur == nil { // end is the end of the last (full) segment
-		return list.segs[len(list.segs)-1], nil
+		return list.segs[len(list.segs)-1], l.setHighWater(end + l.hwLead)
 	}
-	if err := l.zeroSegmentTail(cur, end-cur.start); err != nil {
+	if err := l.zeroSegmentTail(cur, end-cur.start, l.tailLimit(cur, end)-cur.start); err != nil {
 		return nil, err
 	}
 	i := slices.Index(list.segs, cur)
 	victims := list.segs[i+1:]
 	if len(victims) == 0 {
-		return cur, nil
+		return cur, l.setHighWater(end + l.hwLead)
 	}
 	l.segs.Store(&segList{segs: slices.Clone(list.segs[:i+1])})
 	var errs []error
@@ -395,19 +399,22 @@ func (l *Log) truncateLocked(list *segList, end int64) (*segment, error) {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		errs = append(errs, fmt.Errorf("commitlog: truncate: %w", err))
 	}
-	return cur, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return cur, err
+	}
+	return cur, l.setHighWater(end + l.hwLead)
 }
 
 // tailWindow is how much of a segment's tail zeroSegmentTail maps at a time.
 const tailWindow = 4 << 20
 
-// zeroSegmentTail zeroes (durably) whatever is not zero in seg from offset rel to its end.
-// It reads the tail through windows mapped and closed in turn, never through the
-// segment's own mapping: the pages it reads stay in the page cache but not in the
-// process, so recovering a store whose last segment is mostly empty does not make the
-// whole segment resident.
-func (l *Log) zeroSegmentTail(seg *segment, rel int64) error {
-	size := int64(len(seg.data))
+// zeroSegmentTail zeroes (durably) whatever is not zero in seg from offset rel to offset
+// limit (segment-relative; the high-water mark or the segment's end, see tailLimit). It
+// reads the range through windows mapped and closed in turn, never through the segment's
+// own mapping: the pages it reads stay in the page cache but not in the process, so
+// recovering a store whose last segment is mostly empty does not make it resident.
+func (l *Log) zeroSegmentTail(seg *segment, rel, limit int64) error {
+	size := min(int64(len(seg.data)), limit)
 	for off := rel; off < size; {
 		n := min(tailWindow-off%tailWindow, size-off)
 		win, err := seg.m.Window(off, n)

@@ -89,8 +89,8 @@ func (l *Log) ReplicaOffset() int64 {
 //     flushes up to the new MaxOffset before returning (a sync error matches
 //     ErrFlushFailed and is sticky).
 //
-// Errors also include ErrClosed, ErrNotRecovered and segment-creation failures (for a
-// full disk, mmap.ErrNoSpace); on any error the bytes after the returned MaxOffset are
+// Errors also include ErrClosed, ErrNotRecovered, segment-creation failures (for a full
+// disk, mmap.ErrNoSpace) and failures to make the high-water mark durable; on any error the bytes after the returned MaxOffset are
 // not published. AppendReplica and Append must not be mixed while a partial record is
 // held (Append returns ErrReplicaTail).
 func (l *Log) AppendReplica(off int64, b []byte) error {
@@ -143,6 +143,13 @@ func (l *Log) appendReplica(off int64, b []byte) error {
 		}
 		l.writeModeLocked(seg, true)
 		n := min(int64(len(b)), seg.end-pos)
+		if err := l.coverLocked(pos + n); err != nil {
+			l.mu.pos = pos
+			if perr := l.publishReplicaLocked(); perr != nil {
+				return perr
+			}
+			return err
+		}
 		copy(l.appendBytesLocked(seg, pos-seg.start, n), b[:n])
 		b = b[n:]
 		pos += n

@@ -23,10 +23,11 @@ var ErrNotBoundary = errors.New("commitlog: offset is not a record boundary")
 // (ErrNotRecovered, ErrAlreadyAppended).
 //
 // The cut is recovery's (truncateLocked): MaxOffset drops to end first, then the rest of
-// end's segment is zeroed and synced window by window from end on — so the first sync
+// end's segment is zeroed and synced window by window from end on, up to the high-water
+// mark (all of it when the mark lies beyond the segment or is unknown) — so the first sync
 // already puts zeros where the record at end began, and a recovery that scans from end
 // after a crash stops there — and the later segments are deleted, newest first, with a
-// directory sync. FlushedOffset drops to end too. The queue-offset table is emptied: the
+// directory sync; then the mark is lowered to end plus its lead. FlushedOffset drops to end too. The queue-offset table is emptied: the
 // records that set it below end were not all scanned, so the caller sets every queue's
 // next offset again (SetQueueOffset) before appending, as the store does from its consume
 // queues.

@@ -45,7 +45,7 @@ func (q *Queue) Recover() error {
 		removed := segs[keep:]
 		segs = segs[:keep]
 		for _, s := range removed {
-			cut = cut || lastNonZero(s.b) > 0
+			cut = cut || s.lastData(0) > 0
 		}
 		if err := q.removeSegments(removed); err != nil {
 			return errors.Join(err, closeSegments(segs))
@@ -176,7 +176,7 @@ scan:
 	if i := q.segmentsUpTo(segs, end) - 1; i >= 0 && end < segs[i].base+q.units {
 		s := segs[i]
 		from := (end - s.base) * UnitSize
-		if to := lastNonZero(s.b[from:]); to > 0 {
+		if to := s.lastData(from); to > 0 {
 			cut = true
 			clearNonZero(s.b[from : from+int64(to)])
 			if err := s.m.Sync(from, int64(to)); err != nil {
@@ -198,6 +198,32 @@ func (q *Queue) segmentsUpTo(segs []*segment, end int64) int {
 		n-- // end is exactly the start of segment n-1: drop it
 	}
 	return min(n, len(segs))
+}
+
+// lastData is lastNonZero(s.b[from:]), reading only the ranges of the file that may hold
+// data (mmap.Mapped.DataRange): the holes of a sparse queue file read as zeros, and
+// faulting them in one page at a time (the mapping has no readahead) made opening a store
+// cost 12–16 ms per queue on a 2-vCPU VM for its 6 MB files (docs/benchmarks.md, Restart
+// after a crash). When the file system cannot say, the whole rest is read.
+func (s *segment) lastData(from int64) int {
+	last := 0
+	for off := from; off < int64(len(s.b)); {
+		start, end, err := s.m.DataRange(off)
+		if err != nil {
+			if n := lastNonZero(s.b[off:]); n > 0 {
+				return int(off-from) + n
+			}
+			return last
+		}
+		if start >= end {
+			break
+		}
+		if n := lastNonZero(s.b[start:end]); n > 0 {
+			last = int(start-from) + n
+		}
+		off = end
+	}
+	return last
 }
 
 // lastNonZero is the length of b up to and including its last non-zero byte.

@@ -189,6 +189,9 @@ const (
 	IndexDirName        = "index"
 	CheckpointFileName  = checkpointName
 	AbortFileName       = "abort"
+	// HighWaterFileName is Ferry's own: the commit log's high-water mark
+	// (commitlog.Options.HighWaterPath), which bounds what recovery zeroes.
+	HighWaterFileName = "commitlog.hwm"
 )
 
 // Paths under Dir (RocketMQ's store layout).
@@ -197,6 +200,7 @@ func (o *Options) consumeQueueDir() string { return filepath.Join(o.Dir, Consume
 func (o *Options) indexDir() string        { return filepath.Join(o.Dir, IndexDirName) }
 func (o *Options) checkpointPath() string  { return filepath.Join(o.Dir, checkpointName) }
 func (o *Options) abortPath() string       { return filepath.Join(o.Dir, AbortFileName) }
+func (o *Options) highWaterPath() string   { return filepath.Join(o.Dir, HighWaterFileName) }
 
 // reserveQueueFiles is how many new consume-queue files the disk reserve leaves room for.
 const reserveQueueFiles = 16
@@ -221,6 +225,7 @@ func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") 
 func (o *Options) commitLogOptions() commitlog.Options {
 	c := commitlog.DefaultOptions()
 	c.Dir = o.commitLogDir()
+	c.HighWaterPath = o.highWaterPath()
 	c.FS = o.FS
 	c.SegmentSize = o.SegmentSize
 	c.FlushMode = o.FlushMode

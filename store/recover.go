@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
@@ -73,7 +74,9 @@ func (s *Store) recover() error {
 	}
 	ro := commitlog.RecoverOptions{From: from, VerifyCRC: true, Keep: s.keepDamaged,
 		Durable: cp.FlushedOffset, GuessDurable: !cp.Valid}
+	t := time.Now()
 	end, err := s.cl.RecoverWith(ro)
+	s.phases.scan = time.Since(t)
 	if err != nil {
 		return fmt.Errorf("store: recover commit log: %w", err)
 	}
@@ -103,7 +106,9 @@ func (s *Store) recover() error {
 	}
 	s.dispatched.Store(min(plan.queues, plan.index))
 	s.disp.queuesFrom, s.disp.indexFrom = plan.queues, plan.index
+	t = time.Now()
 	err = s.dispatchAvailable(context.Background())
+	s.phases.dispatch = time.Since(t)
 	s.disp.queuesFrom, s.disp.indexFrom = 0, 0
 	if errors.Is(err, errDispatchStalled) {
 		return fmt.Errorf("%w (a record recovery did not validate; ferry scrub quarantines it)", err)
@@ -120,7 +125,9 @@ func (s *Store) recover() error {
 	}
 	s.log.Info().Bool("uncleanShutdown", abort).Bool("checkpoint", cp.Valid).Int64("scanFrom", from).
 		Int64("redispatchFrom", dispatchFrom).Int64("queuesFrom", plan.queues).Int64("indexFrom", plan.index).
-		Int64("end", end).Msg("store recovered")
+		Int64("end", end).Dur("openLogMs", s.phases.commitLog).Dur("openQueuesMs", s.phases.queues).
+		Dur("openIndexMs", s.phases.index).Dur("scanMs", s.phases.scan).Dur("dispatchMs", s.phases.dispatch).
+		Msg("store recovered")
 	return s.writeCheckpoint()
 }
 

@@ -78,6 +78,15 @@ type Store struct {
 		written bool
 	}
 	unlock func() error // releases the data directory's lock (Options.lockPath)
+	phases openPhases   // how long Open's steps took, for the "store recovered" line
+}
+
+// openPhases are the durations of Open's steps, logged with "store recovered" so a slow
+// start says where its time went.
+type openPhases struct {
+	commitLog, queues, index time.Duration // opening the files (consume queues: loading and cutting torn tails)
+	scan                     time.Duration // commitlog.RecoverWith: scanning the log and zeroing its tail
+	dispatch                 time.Duration // re-dispatching records into consume queues and index
 }
 
 // Open opens (creating if needed) the store in opts.Dir and recovers it: after Open
@@ -127,12 +136,15 @@ func (s *Store) openParts() error {
 		}
 	}
 	var err error
+	t := time.Now()
 	if s.cl, err = commitlog.Open(opts.commitLogOptions()); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	s.phases.commitLog, t = time.Since(t), time.Now()
 	if s.cqs, err = consumequeue.Open(opts.consumeQueueOptions()); err != nil {
 		return errors.Join(fmt.Errorf("store: %w", err), s.cl.Close())
 	}
+	s.phases.queues, t = time.Since(t), time.Now()
 	if opts.IndexEnabled {
 		io := index.DefaultOptions()
 		io.Dir, io.FS, io.SlotNum, io.MaxEntries, io.Clock = opts.indexDir(), opts.FS, opts.IndexSlots, opts.IndexEntries, opts.Clock
@@ -140,6 +152,7 @@ func (s *Store) openParts() error {
 			return errors.Join(fmt.Errorf("store: %w", err), s.cqs.Close(), s.cl.Close())
 		}
 	}
+	s.phases.index = time.Since(t)
 	if err := s.recover(); err != nil {
 		return errors.Join(err, s.closeParts())
 	}

@@ -278,7 +278,17 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 			cfg.Broker.NamesrvAddrs = []string{ns.Addr()}
 		}
 	}
-	if ports.broker != nil {
+	if ports.broker != nil && cfg.Broker.ControllerMode {
+		a, err := startAgent(cfg, log, ports.broker, fsys)
+		if err != nil {
+			return errors.Join(err, ports.closeBroker(), shutdown())
+		}
+		started = append(started, a)
+		probes.Set(partBroker, observe.PartFuncs{MissingFunc: a.Missing, ServeErrFunc: a.ServeErr})
+		if reg != nil {
+			reg.MustRegister(observe.NewBrokerCollector(agentBroker{a}, cfg.Broker.MetricsMaxTopics, cfg.Broker.MetricsMaxGroups))
+		}
+	} else if ports.broker != nil {
 		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store (not ready yet)")
 		b, err := startBroker(cfg, log, ports.broker, fsys)
 		if err != nil {

@@ -84,6 +84,13 @@ type Mapped interface {
 	// closing the window flushes the TLBs once for the whole range. Close every window
 	// before the file.
 	Window(off, n int64) (Window, error)
+	// DataRange returns the first range [start, end) at or after off that may hold data:
+	// every byte of [off, start) reads as zero, and start = end = Size() when every byte
+	// from off on does. It skips the holes of a sparse file (lseek(2) SEEK_DATA and
+	// SEEK_HOLE on real files, unallocated pages in MemFS) so that a reader looking for
+	// the data of a mostly empty sparse file does not fault its holes in one page at a
+	// time; where the file system cannot tell, the range is [off, Size()).
+	DataRange(off int64) (start, end int64, err error)
 	// Close unmaps the file without syncing it.
 	Close() error
 	// Path is the file's path.

@@ -30,7 +30,8 @@ const crashPage = 4096
 // primitives, so wrapping a MemFS in an ErrorFS lets a test crash between any two of its
 // steps. Crash returns a new MemFS holding what a power loss would leave. Crash reads only
 // durable state when keepUnsynced is 0, so it may run while other goroutines write; with
-// keepUnsynced > 0 it also reads current bytes, so writers must be stopped.
+// keepUnsynced > 0 it also reads current bytes, so writers into mappings must be stopped
+// (Mapped.WriteAt and small-file writes may go on: they take the file system's lock).
 //
 // Space: disk usage (DiskUsage, SetCapacity) counts allocated bytes. Every byte of a small
 // file and of a file made by OpenMapped (or grown by Extend) is allocated; a file made by
@@ -379,7 +380,9 @@ func (h *memMapped) Allocate(off, n int64) error {
 	return nil
 }
 
-// WriteAt implements Mapped: memory has one copy, the same the mapping shows.
+// WriteAt implements Mapped: memory has one copy, the same the mapping shows. The copy
+// is made under the file system's lock, so a WriteAt may run while Crash reads current
+// bytes (as a pwrite(2) may run while the power fails); writes into Bytes() may not.
 func (h *memMapped) WriteAt(p []byte, off int64) error {
 	if h.data == nil {
 		return fmt.Errorf("mmap: write %s: closed", h.path)
@@ -387,19 +390,50 @@ func (h *memMapped) WriteAt(p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > int64(len(h.data)) {
 		return fmt.Errorf("mmap: write [%d,+%d) outside %s of %d bytes", off, len(p), h.path, len(h.data))
 	}
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
 	if h.n.sparse {
-		h.fs.mu.Lock()
 		for pg := off / AllocPage; pg*AllocPage < off+int64(len(p)); pg++ {
 			if !h.n.allocated(pg) {
-				h.fs.mu.Unlock()
 				panic(fmt.Sprintf("mmap: MemFS: write [%d,+%d) into %s: page [%d,%d) was never allocated "+
 					"(Mapped.Allocate must come first)", off, len(p), h.path, pg*AllocPage, (pg+1)*AllocPage))
 			}
 		}
-		h.fs.mu.Unlock()
 	}
 	copy(h.data[off:], p)
 	return nil
+}
+
+// DataRange implements Mapped: the pages of a sparse file that are not allocated are
+// holes (bytes written into them, which must be zeros, are checked at Sync and Crash);
+// every other file is data throughout.
+func (h *memMapped) DataRange(off int64) (int64, int64, error) {
+	size := int64(len(h.data))
+	switch {
+	case h.data == nil:
+		return 0, 0, fmt.Errorf("mmap: data range of %s: closed", h.path)
+	case off < 0:
+		return 0, 0, fmt.Errorf("mmap: data range of %s at %d", h.path, off)
+	case off >= size:
+		return size, size, nil
+	case !h.n.sparse:
+		return off, size, nil
+	}
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
+	pages := (size + AllocPage - 1) / AllocPage
+	p := off / AllocPage
+	for p < pages && !h.n.allocated(p) {
+		p++
+	}
+	if p == pages {
+		return size, size, nil
+	}
+	q := p + 1
+	for q < pages && h.n.allocated(q) {
+		q++
+	}
+	return max(off, p*AllocPage), min(q*AllocPage, size), nil
 }
 
 // Window implements Mapped: memory has one copy, so a window is a slice of it.

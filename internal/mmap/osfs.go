@@ -168,6 +168,38 @@ func (m *osMapped) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
+// DataRange implements Mapped with lseek(2) SEEK_DATA and SEEK_HOLE (which only move the
+// descriptor's offset: nothing else uses it, writes are positional). A file system without
+// them (EINVAL) reports the rest of the file as data.
+func (m *osMapped) DataRange(off int64) (int64, int64, error) {
+	size := int64(len(m.data))
+	switch {
+	case m.data == nil:
+		return 0, 0, fmt.Errorf("mmap: data range of %s: closed", m.path)
+	case off < 0:
+		return 0, 0, fmt.Errorf("mmap: data range of %s at %d", m.path, off)
+	case off >= size:
+		return size, size, nil
+	}
+	fd := int(m.f.Fd())
+	start, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO): // no data at or after off
+		return size, size, nil
+	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+		return off, size, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("mmap: seek data in %s: %w", m.path, err)
+	case start >= size:
+		return size, size, nil
+	}
+	end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mmap: seek hole in %s: %w", m.path, err)
+	}
+	return start, min(max(end, start), size), nil
+}
+
 // Window implements Mapped with a second mmap(2) of the range.
 func (m *osMapped) Window(off, n int64) (Window, error) {
 	start, end, err := windowRange(off, n, int64(len(m.data)), m.data == nil, m.path)

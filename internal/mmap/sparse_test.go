@@ -220,3 +220,73 @@ func TestOSFSExtendReservesBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4*AllocPage), n, "Extend allocates the whole file in MemFS too")
 }
+
+// DataRange skips holes: every byte outside the ranges it reports reads as zero, the
+// written bytes are inside them, and (in MemFS, which knows its allocations exactly) a
+// mostly empty sparse file reports only its allocated pages. A reserved file is data
+// throughout in MemFS; past the end there is nothing.
+func TestDataRangeSkipsHoles(t *testing.T) {
+	fsUnderTest(t, func(t *testing.T, fsys FS, dir string) {
+		const size = 4 << 20
+		m, err := fsys.OpenMappedSparse(filepath.Join(dir, "sparse"), size, true)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, m.Close()) }()
+		written := []int64{5000, 2<<20 + 3, size - 1}
+		for _, off := range written {
+			require.NoError(t, m.Allocate(off, 1))
+			m.Bytes()[off] = 7
+			require.NoError(t, m.Sync(off, 1))
+		}
+		inData := make([]bool, size)
+		covered := int64(0)
+		for off, n := int64(0), 0; off < size; n++ {
+			require.Less(t, n, 1000, "bounded")
+			start, end, err := m.DataRange(off)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, start, off)
+			require.LessOrEqual(t, start, end)
+			require.LessOrEqual(t, end, int64(size))
+			require.True(t, isZeroBytes(m.Bytes()[off:start]), "[%d, %d) is a hole", off, start)
+			if start == end {
+				require.Equal(t, int64(size), start)
+				break
+			}
+			for i := start; i < end; i++ {
+				inData[i] = true
+			}
+			covered += end - start
+			off = end
+		}
+		for _, off := range written {
+			require.True(t, inData[off], "written byte %d is in a data range", off)
+		}
+		t.Logf("data ranges cover %d of %d bytes", covered, size)
+		if _, ok := fsys.(*MemFS); ok {
+			require.Equal(t, int64(3*AllocPage), covered, "exactly the allocated pages")
+		}
+		start, end, err := m.DataRange(size)
+		require.NoError(t, err)
+		require.Equal(t, [2]int64{size, size}, [2]int64{start, end})
+		_, _, err = m.DataRange(-1)
+		require.Error(t, err)
+
+		r, err := fsys.OpenMapped(filepath.Join(dir, "reserved"), 3*AllocPage, true)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, r.Close()) }()
+		if _, ok := fsys.(*MemFS); ok {
+			start, end, err := r.DataRange(10)
+			require.NoError(t, err)
+			require.Equal(t, [2]int64{10, 3 * AllocPage}, [2]int64{start, end})
+		}
+	})
+}
+
+// isZeroBytes reports whether b holds only zero bytes.
+func isZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
