@@ -15,12 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/controller"
-	"github.com/ferrymq/ferry/ha"
-	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
-	"github.com/ferrymq/ferry/remoting"
 )
 
 // Automatic failover with real processes, the cluster the acceptance harnesses of the
@@ -217,83 +213,4 @@ func (c *foCluster) waitTopicEverywhere(t *testing.T, group, topic string) {
 			return err == nil && bytes.Contains(resp.Body, []byte(`"`+topic+`"`))
 		}, b.name+" holds topic "+topic)
 	}
-}
-
-// status asks the controllers for their state (any node answers).
-func (c *foCluster) status() (controller.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return c.ctl.Status(ctx)
-}
-
-// statusOf asks controller n for its own state.
-func (c *foCluster) statusOf(n *foController) (controller.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return c.ctl.StatusOf(ctx, n.listen)
-}
-
-// leader waits until a running controller reports itself leader and returns it.
-func (c *foCluster) leader(t *testing.T, timeout time.Duration) *foController {
-	t.Helper()
-	var l *foController
-	haEventually(t, timeout, c.ns, func() bool {
-		l = c.currentLeader()
-		return l != nil
-	}, "a controller leader")
-	return l
-}
-
-// currentLeader is the running controller that reports itself leader, or nil.
-func (c *foCluster) currentLeader() *foController {
-	for _, n := range c.ctls {
-		select {
-		case <-n.proc.exited:
-			continue
-		default:
-		}
-		if s, err := c.statusOf(n); err == nil && s.State == "Leader" {
-			return n
-		}
-	}
-	return nil
-}
-
-// epochsOf reads broker b's epoch file (written atomically, so readable while it runs).
-func (b *foBroker) epochs(t *testing.T) []ha.EpochEntry {
-	t.Helper()
-	f, err := ha.OpenEpochFile(mmap.OSFS{}, b.dataDir)
-	require.NoError(t, err)
-	return f.Entries()
-}
-
-// pullAll reads every message of topic's queues (0..queues-1) from the broker at addr,
-// from the start, and calls fn with each record.
-func pullAll(t *testing.T, rc *remoting.Client, addr, topic string, queues int32, fn func(rec message.Record)) error {
-	t.Helper()
-	for q := range queues {
-		for off := int64(0); ; {
-			req := protocol.NewRequest(protocol.PullMessage, &protocol.PullMessageRequestHeader{
-				ConsumerGroup: "fo-check", Topic: topic, QueueID: q, QueueOffset: off, MaxMsgNums: 256,
-				SysFlag: protocol.PullFlagSubscription, Subscription: "*"})
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			resp, err := rc.Invoke(ctx, addr, req)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("pull %s q%d@%d from %s: %w", topic, q, off, addr, err)
-			}
-			if resp.Code != int16(protocol.Success) {
-				break // PULL_NOT_FOUND / OFFSET_OVERFLOW: the queue's end
-			}
-			recs := decodeRecords(t, resp.Body)
-			if len(recs) == 0 {
-				break
-			}
-			for _, r := range recs {
-				fn(r)
-				off = r.QueueOffset + 1
-			}
-		}
-	}
-	return nil
 }

@@ -3,6 +3,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -171,4 +172,37 @@ func TestFailoverControllerMinority(t *testing.T) {
 	for _, b := range c.groupBrokers(foGroup) {
 		require.Equal(t, epochs[b.name], b.epochs(t), "%s: epoch file unchanged", b.name)
 	}
+}
+
+// statusOf asks controller n for its own state.
+func (c *foCluster) statusOf(n *foController) (controller.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return c.ctl.StatusOf(ctx, n.listen)
+}
+
+// leader waits until a running controller reports itself leader and returns it.
+func (c *foCluster) leader(t *testing.T, timeout time.Duration) *foController {
+	t.Helper()
+	var l *foController
+	haEventually(t, timeout, c.ns, func() bool {
+		l = c.currentLeader()
+		return l != nil
+	}, "a controller leader")
+	return l
+}
+
+// currentLeader is the running controller that reports itself leader, or nil.
+func (c *foCluster) currentLeader() *foController {
+	for _, n := range c.ctls {
+		select {
+		case <-n.proc.exited:
+			continue
+		default:
+		}
+		if s, err := c.statusOf(n); err == nil && s.State == "Leader" {
+			return n
+		}
+	}
+	return nil
 }

@@ -22,6 +22,8 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // The load of the failover acceptance harnesses: producers of both client kinds (Ferry's
@@ -385,22 +387,6 @@ func readWithOfficial(t *testing.T, ns, topic string) *foReader {
 // foMillis is a duration in whole milliseconds, for the JSON summaries.
 func foMillis(d time.Duration) int64 { return d.Milliseconds() }
 
-// foPercentiles returns the median and the maximum of the figures of ds that are not
-// negative (a negative one is a missing figure), and how many there are (zeros when none).
-func foPercentiles(ds []time.Duration) (p50, maxD time.Duration, n int) {
-	var s []time.Duration
-	for _, d := range ds {
-		if d >= 0 {
-			s = append(s, d)
-		}
-	}
-	if len(s) == 0 {
-		return 0, 0, 0
-	}
-	slices.Sort(s)
-	return s[(len(s)-1)/2], s[len(s)-1], len(s)
-}
-
 // maxAckGap is the longest time in [from, to] without an acknowledgement of kind (by
 // any of its producers), the window's ends counting as acknowledgements.
 func (l *foLoad) maxAckGap(kind foKind, from, to time.Time) time.Duration {
@@ -416,4 +402,35 @@ func (l *foLoad) maxAckGap(kind foKind, from, to time.Time) time.Duration {
 		gap = max(gap, times[i].Sub(times[i-1]))
 	}
 	return gap
+}
+
+// pullAll reads every message of topic's queues (0..queues-1) from the broker at addr,
+// from the start, and calls fn with each record.
+func pullAll(t *testing.T, rc *remoting.Client, addr, topic string, queues int32, fn func(rec message.Record)) error {
+	t.Helper()
+	for q := range queues {
+		for off := int64(0); ; {
+			req := protocol.NewRequest(protocol.PullMessage, &protocol.PullMessageRequestHeader{
+				ConsumerGroup: "fo-check", Topic: topic, QueueID: q, QueueOffset: off, MaxMsgNums: 256,
+				SysFlag: protocol.PullFlagSubscription, Subscription: "*"})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, err := rc.Invoke(ctx, addr, req)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("pull %s q%d@%d from %s: %w", topic, q, off, addr, err)
+			}
+			if resp.Code != int16(protocol.Success) {
+				break // PULL_NOT_FOUND / OFFSET_OVERFLOW: the queue's end
+			}
+			recs := decodeRecords(t, resp.Body)
+			if len(recs) == 0 {
+				break
+			}
+			for _, r := range recs {
+				fn(r)
+				off = r.QueueOffset + 1
+			}
+		}
+	}
+	return nil
 }

@@ -204,6 +204,7 @@ func TestFailoverPartition(t *testing.T) {
 			fmt.Sprintf("%d sends of the %s client acknowledged after the heal", rate, kind))
 	}
 	load.halt()
+	stopped := time.Now()
 
 	// The history check.
 	acks := load.acks()
@@ -274,6 +275,8 @@ func TestFailoverPartition(t *testing.T) {
 		"writtenByOldMasterAlone": writtenAlone, "leftAfterHeal": leftover,
 		"lostOnReplicas": replicaMissing, "missingAtConsumers": consumerMissing, "readButNeverSent": foreign,
 		"failedSends": map[string]int64{"ferry": fails[foFerry], "official": fails[foOfficial]},
+		"maxAckGapMsFromCut": map[string]int64{"ferry": foMillis(load.maxAckGap(foFerry, cut, stopped)),
+			"official": foMillis(load.maxAckGap(foOfficial, cut, stopped))},
 	})
 	require.Zero(t, lateAcks, "the cut-off master acknowledged sends started after the cut")
 	require.Zero(t, leftover, "records the old master wrote alone survive the heal")

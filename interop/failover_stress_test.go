@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/controller"
+	"github.com/ferrymq/ferry/ha"
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
@@ -227,4 +230,28 @@ func TestFailoverStress(t *testing.T) {
 	for _, kind := range foKinds {
 		require.Equal(t, kills, unav[kind.String()].Samples, "an unavailability figure of the %s client for every kill", kind)
 	}
+}
+
+// epochs reads broker b's epoch file (written atomically, so readable while it runs).
+func (b *foBroker) epochs(t *testing.T) []ha.EpochEntry {
+	t.Helper()
+	f, err := ha.OpenEpochFile(mmap.OSFS{}, b.dataDir)
+	require.NoError(t, err)
+	return f.Entries()
+}
+
+// foPercentiles returns the median and the maximum of the figures of ds that are not
+// negative (a negative one is a missing figure), and how many there are (zeros when none).
+func foPercentiles(ds []time.Duration) (p50, maxD time.Duration, n int) {
+	var s []time.Duration
+	for _, d := range ds {
+		if d >= 0 {
+			s = append(s, d)
+		}
+	}
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(s)
+	return s[(len(s)-1)/2], s[len(s)-1], len(s)
 }
