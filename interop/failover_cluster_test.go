@@ -17,6 +17,7 @@ import (
 	"github.com/ferrymq/ferry/controller"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // Automatic failover with real processes, the cluster the acceptance harnesses of the
@@ -204,7 +205,9 @@ func (c *foCluster) groupBrokers(group string) []*foBroker {
 
 // waitTopicEverywhere waits until every running broker of group holds topic's
 // configuration (a slave copies the master's every slaveSyncInterval), so that any of
-// them elected master serves the topic.
+// them elected master serves the topic, and until the name server routes the topic's 8
+// write queues on the group (keyed messages keep their queue only while the number of
+// queues stays the same).
 func (c *foCluster) waitTopicEverywhere(t *testing.T, group, topic string) {
 	t.Helper()
 	for _, b := range c.groupBrokers(group) {
@@ -213,4 +216,14 @@ func (c *foCluster) waitTopicEverywhere(t *testing.T, group, topic string) {
 			return err == nil && bytes.Contains(resp.Body, []byte(`"`+topic+`"`))
 		}, b.name+" holds topic "+topic)
 	}
+	haEventually(t, 60*time.Second, c.ns, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := c.rc.Invoke(ctx, c.nsAddr, remoting.NewRequest(int16(protocol.GetRouteInfoByTopic), map[string]string{"topic": topic}))
+		if err != nil || resp.Code != int16(protocol.Success) {
+			return false
+		}
+		r, err := protocol.DecodeTopicRouteData(resp.Body)
+		return err == nil && len(r.QueueDatas) == 1 && r.QueueDatas[0].BrokerName == group && r.QueueDatas[0].WriteQueueNums == 8
+	}, "the name server routes the 8 write queues of "+topic)
 }

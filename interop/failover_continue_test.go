@@ -30,6 +30,7 @@ const foContinueKeys = 8
 type foOrdered struct {
 	mu    sync.Mutex
 	byKey map[int][]int
+	log   map[int][]string // per key, each delivery: seq@queue:offset at time
 }
 
 // add records "k<key>/<seq>" bodies.
@@ -41,6 +42,7 @@ func (o *foOrdered) add(t *testing.T, msgs []*client.MessageExt) {
 		_, err := fmt.Sscanf(string(m.Body), "k%d/%d", &k, &seq)
 		assert.NoError(t, err, string(m.Body))
 		o.byKey[k] = append(o.byKey[k], seq)
+		o.log[k] = append(o.log[k], fmt.Sprintf("%d@q%d:%d %s from %s", seq, m.Queue.QueueID, m.QueueOffset, time.Now().Format("15:04:05.000"), m.StoreHost))
 	}
 }
 
@@ -66,7 +68,7 @@ func (o *foOrdered) outOfOrder() []string {
 		next := 0 // every seq below next was delivered
 		for i, s := range seqs {
 			if s > next {
-				bad = append(bad, fmt.Sprintf("key %d: seq %d at delivery %d before seq %d", k, s, i, next))
+				bad = append(bad, fmt.Sprintf("key %d: seq %d at delivery %d before seq %d; deliveries %v", k, s, i, next, o.log[k][:min(len(o.log[k]), i+8)]))
 				break
 			}
 			if s == next {
@@ -113,7 +115,7 @@ func TestFailoverContinuesOnNewMaster(t *testing.T) {
 		return cl
 	}
 
-	ordered := &foOrdered{byKey: map[int][]int{}}
+	ordered := &foOrdered{byKey: map[int][]int{}, log: map[int][]string{}}
 	oc, err := newClient().NewPushConsumer("fo-order-cg", orderTopic, "*", func(_ context.Context, msgs []*client.MessageExt) client.ConsumeResult {
 		ordered.add(t, msgs)
 		return client.ConsumeSuccess
