@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress e2e-console
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console
 
 all: build test
 
@@ -22,12 +22,14 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Alloc|TestOrderlyConsumption|TestRequestReply|TestFailbackToRestartedMaster' ./...
 
-## lint: go vet plus golangci-lint (installed at the pinned version when missing), go vet
+## lint: go vet plus golangci-lint (installed at the pinned version when missing; again on
+## interop with the build tags of the failover harnesses), go vet
 ## of the examples module (its programs build against this checkout), and a check that the
 ## generated files (protocol/codes_string.go, stringer) are up to date.
 lint: tools generate-check
 	$(GO) vet ./...
 	$(GOLANGCI) run ./...
+	$(GOLANGCI) run --build-tags failoverstress,failoverpartition ./interop/
 	cd examples && $(GO) vet ./...
 
 ## generate-check: rerun go generate (stringer at the version pinned in protocol/codes.go)
@@ -76,9 +78,24 @@ deploy-down:
 deploy-test: deploy-build
 	deploy/test.sh
 
+## deploy-controller-up / deploy-controller-down / deploy-controller-test: the
+## controller-mode deployment (deploy/docker-compose.controller.yml: two name servers,
+## three controllers, two groups of three brokers with automatic failover) and its
+## acceptance test (deploy/test-controller.sh): it comes up, elects, and survives killing
+## a master. Needs Docker; not part of `make test`.
+deploy-controller-up: deploy-build
+	cd deploy && docker-compose -p ferrycm -f docker-compose.controller.yml up -d --build
+
+deploy-controller-down:
+	cd deploy && docker-compose -p ferrycm -f docker-compose.controller.yml down -v
+
+deploy-controller-test: deploy-build
+	deploy/test-controller.sh
+
 ## cluster-test: the local process deployment (deploy/cluster.sh, 2 name servers and 2
-## master-slave groups on 127.0.0.1) with ferryctl and the official client; not part of
-## `make test` (it uses fixed ports).
+## master-slave groups on 127.0.0.1) with ferryctl and the official client, then its
+## controller mode (cluster.sh --mode controller: 3 controllers, 2 groups of 3 brokers)
+## through a master's SIGKILL; not part of `make test` (it uses fixed ports).
 cluster-test:
 	deploy/cluster-test.sh
 
@@ -88,6 +105,34 @@ cluster-test:
 HA_ROUNDS ?= 20
 ha-stress:
 	FERRY_HA_STRESS=$(HA_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestSyncMasterKillLosesNothing$$' -v ./interop/
+
+## failover-stress: the acceptance harness of automatic failover (interop, build tag
+## failoverstress, so not part of `make test`): three `ferry controller` and three
+## `ferry broker` processes in controller mode (allAckInSyncStateSet), producers of
+## Ferry's client and of the official Go client, the master SIGKILLed FAILOVER_KILLS
+## times (default 50) and restarted as a slave; then 0 acknowledged messages lost, every
+## one read back by a consumer of each kind, nothing read that was never sent. It prints
+## the unavailability per kill (p50, max) for each client kind as a JSON line.
+## FERRY_FAILOVER_RATE, FERRY_FAILOVER_PAUSE and FERRY_FAILOVER_DWELL tune the load and
+## the kills (docs/operations.md, "Automatic failover").
+FAILOVER_KILLS ?= 50
+failover-stress:
+	FERRY_FAILOVER_KILLS=$(FAILOVER_KILLS) $(GO) test -tags failoverstress -count=1 -timeout 120m -run '^TestFailoverStress$$' -v ./interop/
+
+## failover-controllers: the controllers' own failures under load (build tag
+## failoverstress): the Raft leader SIGKILLed (no send fails, a new leader, no election),
+## then two of three controllers down (the master keeps serving, no election).
+failover-controllers:
+	$(GO) test -tags failoverstress -count=1 -timeout 20m -run '^TestFailoverController(LeaderKill|Minority)$$' -v ./interop/
+
+## failover-partition: a network partition in the controller-mode deployment
+## (deploy/docker-compose.controller.yml, Docker, images from local files; build tag
+## failoverpartition): broker-a's master cut off from the controllers and its slaves while
+## producers of both client kinds still reach it; it acknowledges nothing, another master
+## is elected, and after the heal it rejoins as a slave with what it wrote alone cut off;
+## a history check over the whole run. Not part of `make test`; prints a JSON line.
+failover-partition: deploy-build
+	$(GO) test -tags failoverpartition -count=1 -timeout 20m -run '^TestFailoverPartition$$' -v ./interop/
 
 ## e2e-console: the web console (package console) in a real headless browser: Debian's
 ## chromium (installed with apt-get when missing) driven by chromedp, which the build tag
