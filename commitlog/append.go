@@ -187,7 +187,7 @@ func (l *Log) write(recs []message.Record, total int64, wait bool) (AppendResult
 		l.lastTS.Store(ts) // after wrote: see flushAll
 		return res, nil
 	}
-	if !wait || len(l.mu.stage) >= stageLimit {
+	if l.drainsAtOnce(wait) || len(l.mu.stage) >= stageLimit {
 		if err := l.drainLocked(); err != nil {
 			res.Status = FlushDiskFailed
 			return res, err

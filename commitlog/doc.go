@@ -37,7 +37,9 @@
 //     the record straight into the mapped segment (through a write window, see
 //     appendBytesLocked) — except a FlushSync append that waits,
 //     which is encoded into the stage that the group-commit flusher writes out with one
-//     write(2) just before its sync (stage.go explains why). Only records whose
+//     write(2) just before its sync, and a FlushAsync append of a page or more, which is
+//     encoded into the stage and written out with one pwrite(2) before Append returns
+//     (stage.go explains why). Only records whose
 //     transaction type is NOT or COMMIT consume queue offsets; PREPARED and ROLLBACK
 //     records get 0.
 //   - Bytes below MaxOffset are complete records (or fillers) and never change while the

@@ -52,7 +52,7 @@ type Log struct {
 		cur    *segment // segment being appended to; nil before the first
 		pos    int64    // write position (wrote + len(stage), owned by the writer)
 		lastTS int64    // last store timestamp handed out
-		// stage holds FlushSync records encoded but not yet written to the current
+		// stage holds records encoded but not yet written to the current
 		// segment: the bytes [wrote, pos). See stage.go.
 		stage     []byte
 		queues    map[queueKey]*queueNext

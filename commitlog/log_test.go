@@ -554,11 +554,12 @@ func TestIteratorStopsAtCorruption(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
-// Async appends on real files go through write windows that move forward inside a
-// segment and close when it fills: every record reads back, before and after a reopen.
+// Mapped async appends on real files go through write windows that move forward inside
+// a segment and close when it fills: every record reads back, before and after a reopen.
 func TestWriteWindowsOnRealFiles(t *testing.T) {
 	o := testOptions(mmap.OSFS{}, t.TempDir())
 	o.SegmentSize = 4 * windowSize
+	o.MappedAsyncAppends = true
 	l := openLog(t, o)
 	var want []message.Record
 	for i := 0; l.MaxOffset() < o.SegmentSize+windowSize; i++ {

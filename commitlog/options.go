@@ -98,6 +98,12 @@ type Options struct {
 	// FlushAsync ones instead of through the stage written out by the flusher (see
 	// stage.go). Off by default: the stage holds the writer lock several times shorter.
 	MappedSyncAppends bool
+	// MappedAsyncAppends makes every FlushAsync append encode straight into the mapping
+	// (as RocketMQ does without transientStorePoolEnable). Off (the default), appends of
+	// a page or more go through the stage and one pwrite(2) each (see stage.go), which
+	// avoids a page fault per page of log: it cut the broker's CPU per 1 KiB message
+	// from about 10–13 µs to about 7 µs for a batching client (docs/benchmarks.md).
+	MappedAsyncAppends bool
 	// StoreHost is written into the STOREHOST field of every record (brokerIP1 and the
 	// listen port); offset message ids are derived from it.
 	StoreHost netip.AddrPort

@@ -153,3 +153,37 @@ func TestSyncStageWriteFailure(t *testing.T) {
 	require.Len(t, readAll(t, l), 1)
 	require.ErrorIs(t, l.Close(), ErrFlushFailed)
 }
+
+// FlushAsync appends on real files, large ones through the stage and pwrite and small
+// ones through the mapping, mixed: each is readable through the mapping as soon as
+// Append returns, nothing stays staged, and everything reads back after a reopen, across
+// a segment boundary.
+func TestAsyncAppendsWriteThroughTheStage(t *testing.T) {
+	o := testOptions(mmap.OSFS{}, t.TempDir())
+	o.SegmentSize = 1 << 20
+	l := openLog(t, o)
+	var want []message.Record
+	for i := 0; l.MaxOffset() < o.SegmentSize+o.SegmentSize/2; i++ {
+		recs := []message.Record{newRecord("T", int32(i%3), 100+(i*997)%9000, i)}
+		res, err := l.Append(recs, true)
+		require.NoError(t, err)
+		require.Equal(t, res.NextOffset(), l.MaxOffset(), "readable when Append returns")
+		got, _, err := l.ReadRecord(res.PhysicalOffset)
+		require.NoError(t, err)
+		requireSameRecord(t, recs[0], got)
+		l.mu.Lock()
+		require.Empty(t, l.mu.stage)
+		l.mu.Unlock()
+		want = append(want, recs...)
+	}
+	end := l.MaxOffset()
+	require.NoError(t, l.Close())
+	l2, got := recoverFS(t, o, o.FS)
+	defer func() { require.NoError(t, l2.Close()) }()
+	require.Equal(t, end, got)
+	all := readAll(t, l2)
+	require.Len(t, all, len(want))
+	for i := range want {
+		requireSameRecord(t, want[i], all[i])
+	}
+}
