@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console bench-compare
 
 all: build test
 
@@ -56,6 +56,22 @@ fuzz:
 ## bench: every benchmark, with allocation counts.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-compare: Ferry beside NATS JetStream and Redis streams in one run, with the
+## shared comparison harness (BENCH_DIR, next to the checkout; see its README), ROUNDS
+## rounds, JSON lines appended to BENCH_OUT and the medians printed at the end. It installs
+## nats-server (go install, into bin/) and redis-server (apt-get) when missing. Run it on
+## an otherwise idle machine: about 5 minutes per round on 2 cores.
+BENCH_DIR ?= ../shared/bench
+ROUNDS    ?= 3
+BENCH_OUT ?= $(CURDIR)/bin/compare-results.jsonl
+NATS_SERVER_VERSION ?= v2.15.2
+bench-compare:
+	@test -x $(BENCH_DIR)/scripts/compare.sh || { echo "no comparison harness at $(BENCH_DIR) (set BENCH_DIR)"; exit 1; }
+	@mkdir -p bin
+	@test -x bin/nats-server || GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+	@command -v redis-server >/dev/null || { apt-get install -y -q redis-server && (systemctl stop redis-server 2>/dev/null || true); }
+	cd $(BENCH_DIR) && NATS_SERVER=$(CURDIR)/bin/nats-server OUT=$(BENCH_OUT) scripts/compare.sh $(CURDIR) $(ROUNDS)
 
 clean:
 	rm -rf bin
