@@ -1,10 +1,12 @@
 package remoting
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -152,7 +154,6 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 	if err := cc.pending.add(req.Opaque, call); err != nil {
 		return err
 	}
-	cc.wakeReader()
 	if err := cc.write(req); err != nil {
 		if cc.pending.take(req.Opaque) != nil {
 			return err
@@ -189,10 +190,8 @@ func (c *Client) expireLoop() {
 				}
 			}
 			c.mu.Unlock()
-			idleSince := now.Add(-timeoutScanInterval).UnixNano()
 			for _, cc := range conns {
 				cc.pending.expire(now.UnixNano())
-				cc.wakeIdleReader(idleSince)
 			}
 		}
 	}
@@ -322,15 +321,6 @@ type clientConn struct {
 	out       outQueue
 	closeOnce sync.Once
 	done      chan struct{}
-	rd        clientReader  // used by the holder of the reader token only (client_read.go)
-	ownReads  atomic.Uint64 // responses read by their own (synchronous) caller
-
-	tok struct { // the reader token
-		sync.Mutex
-		state     int           // tokenReader, tokenCaller or tokenFree
-		freeSince int64         // unix nanoseconds when the token was last freed
-		wake      chan struct{} // signalled when the token goes to the background reader
-	}
 }
 
 func newClientConn(cl *Client, nc net.Conn) *clientConn {
@@ -344,8 +334,6 @@ func newClientConn(cl *Client, nc net.Conn) *clientConn {
 		done:    make(chan struct{}),
 	}
 	cc.out = outQueue{codec: &cl.codec, flush: cc.flushVec}
-	cc.rd = clientReader{src: nc, max: cl.opts.MaxFrameSize}
-	cc.tok.wake = make(chan struct{}, 1)
 	return cc
 }
 
@@ -415,18 +403,6 @@ func (cc *clientConn) invoke(ctx context.Context, req *Command) (*Command, error
 		cc.pending.take(req.Opaque)
 		return nil, err
 	}
-	if cc.takeToken() {
-		resp, err := cc.readOwn(ctx, req.Opaque, call)
-		if resp != nil || err != nil {
-			// Ended by this caller: nobody else holds the call.
-			if resp != nil {
-				cc.ownReads.Add(1)
-			}
-			call.deadline = 0
-			cl.calls.Put(call)
-			return resp, err
-		}
-	}
 	select {
 	case resp, ok := <-call.ch:
 		if !ok {
@@ -468,6 +444,40 @@ func (cc *clientConn) Reply(req, resp *Command) error {
 
 // write queues cmd's frame on the connection (see outQueue).
 func (cc *clientConn) write(cmd *Command) error { return cc.out.write(cmd) }
+
+// readLoop decodes frames until the connection fails, routing responses to their callers
+// and requests to the client's handlers.
+func (cc *clientConn) readLoop() {
+	defer cc.Close()
+	br := bufio.NewReaderSize(cc.nc, 64<<10)
+	var head [LengthFieldSize]byte
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			cc.readFailed(err)
+			return
+		}
+		n, err := ParseLength(head[:], cc.cl.opts.MaxFrameSize)
+		if err != nil {
+			cc.readFailed(err)
+			return
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			cc.readFailed(err)
+			return
+		}
+		cmd, err := cc.cl.codec.DecodeFrame(frame)
+		if err != nil {
+			cc.readFailed(err)
+			return
+		}
+		if cmd.IsResponse() {
+			cc.pending.complete(cmd)
+			continue
+		}
+		cc.serve(cmd)
+	}
+}
 
 func (cc *clientConn) readFailed(err error) {
 	if !cc.isClosed() {

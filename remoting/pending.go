@@ -81,13 +81,6 @@ func (t *pendingTable) add(opaque int32, p *pendingCall) error {
 	return nil
 }
 
-// len is the number of outstanding calls.
-func (t *pendingTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.mu.calls)
-}
-
 // take removes and returns the call for opaque, if any.
 func (t *pendingTable) take(opaque int32) *pendingCall {
 	t.mu.Lock()
