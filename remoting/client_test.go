@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// loneCallerSetups are the transports the reader-token tests run on.
+// loneCallerSetups are the transports (plain TCP, TLS) the client tests run on.
 func loneCallerSetups(t *testing.T) map[string]func(*ServerOptions, *ClientOptions) {
 	pki := newTestPKI(t)
 	return map[string]func(*ServerOptions, *ClientOptions){
