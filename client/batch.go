@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // Automatic batching ("natural batching"). Each lane — a topic whose queue the producer
@@ -29,6 +30,7 @@ type lane struct {
 	pending  *batch   // accumulating
 	queued   []*batch // full batches of an ordered lane, waiting for its slot
 	timer    *time.Timer
+	last     int // messages in the lane's last batch: the next one's initial capacity
 }
 
 // maxInflight is how many requests a lane may have in flight.
@@ -74,8 +76,35 @@ func (b *batch) finish(res []SendResult, err error) {
 		}
 	}
 	if b.lane != nil {
+		// Nothing looks at the messages any more (the waiters' results hold strings).
+		for i, o := range b.outs {
+			*o = outgoing{}
+			b.p.outs.Put(o)
+			b.outs[i] = nil
+		}
 		b.p.laneDone(b.lane)
 	}
+}
+
+// succeed reports a send response to b's waiters (errors in it to all of them) and
+// frees the lane's slot.
+func (b *batch) succeed(r *topicRoute, q queue, resp *remoting.Command) {
+	if b.done != nil {
+		res := make([]SendResult, len(b.outs))
+		if err := eachResult(r, q, b, resp, func(i int, sr SendResult) { res[i] = sr }); err != nil {
+			b.finish(nil, err)
+			return
+		}
+		b.finish(res, nil)
+		return
+	}
+	err := eachResult(r, q, b, resp, func(i int, sr SendResult) { b.dones[i](sr, nil) })
+	if err != nil {
+		b.finish(nil, err)
+		return
+	}
+	b.dones = nil // delivered
+	b.finish(nil, nil)
 }
 
 // enqueue adds a prepared message to its lane and sends what can go.
@@ -100,7 +129,9 @@ func (p *Producer) enqueue(ctx context.Context, r *topicRoute, key laneKey, out 
 		p.seal(l)
 	}
 	if l.pending == nil {
-		l.pending = &batch{key: key, route: r, lane: l, p: p}
+		n := min(max(l.last, 1), p.opts.batchMessages)
+		l.pending = &batch{key: key, route: r, lane: l, p: p,
+			outs: make([]*outgoing, 0, n), dones: make([]func(SendResult, error), 0, n)}
 	}
 	b := l.pending
 	b.outs = append(b.outs, out)
@@ -118,6 +149,7 @@ func (p *Producer) enqueue(ctx context.Context, r *topicRoute, key laneKey, out 
 // seal moves a lane's pending batch out of accumulation: an ordered lane queues it, an
 // unordered lane gets it sent by the next takeSendable even without a free slot.
 func (p *Producer) seal(l *lane) {
+	l.last = len(l.pending.outs)
 	l.queued = append(l.queued, l.pending)
 	l.pending = nil
 }
@@ -134,6 +166,7 @@ func (p *Producer) takeSendable(l *lane) []*batch {
 	}
 	if l.pending != nil && l.inflight < l.maxInflight() {
 		out = append(out, l.pending)
+		l.last = len(l.pending.outs)
 		l.pending = nil
 		l.inflight++
 	}
@@ -161,6 +194,7 @@ func (p *Producer) lingerExpired(l *lane) {
 	var send []*batch
 	if l.pending != nil {
 		send = []*batch{l.pending}
+		l.last = len(l.pending.outs)
 		l.pending = nil
 		l.inflight++
 	}

@@ -158,6 +158,8 @@ type Producer struct {
 		closed bool
 	}
 	inflight sync.WaitGroup // requests and linger timers
+	bodies   sync.Pool      // of *[]byte: SEND_BATCH_MESSAGE bodies, reused once written
+	outs     sync.Pool      // of *outgoing, zeroed: given back by automatic batches
 }
 
 // NewProducer returns a producer of group on c.
@@ -326,6 +328,9 @@ type outgoing struct {
 	sysFlag   int32
 	uniq      string
 	batchable bool
+	// propsBuf backs props when they fit (a UNIQ_KEY with a few other properties), so a
+	// message costs one allocation less.
+	propsBuf [96]byte
 }
 
 // prepare checks msg against the broker's limits, gives it a UNIQ_KEY and encodes its
@@ -337,11 +342,15 @@ func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
 	if err := msg.Validate(p.opts.maxBodySize); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
 	}
-	out := &outgoing{topic: msg.Topic, body: msg.Body, flag: msg.Flag, uniq: msg.UniqKey()}
+	out, _ := p.outs.Get().(*outgoing)
+	if out == nil {
+		out = new(outgoing)
+	}
+	out.topic, out.body, out.flag, out.uniq = msg.Topic, msg.Body, msg.Flag, msg.UniqKey()
 	if out.uniq == "" {
 		out.uniq = p.c.ids.Next()
 	}
-	props := make([]byte, 0, 64)
+	props := out.propsBuf[:0]
 	for k, v := range msg.Properties {
 		if k == message.PropertyUniqKey {
 			continue
@@ -475,8 +484,7 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 			return
 		}
 		p.fault.update(q.broker, time.Since(sent), false)
-		res, derr := batchResults(r, q, b, resp)
-		b.finish(res, derr)
+		b.succeed(r, q, resp)
 		p.inflight.Done()
 	})
 }
@@ -487,7 +495,12 @@ func (p *Producer) batchRequest(q queue, b *batch) (*remoting.Command, error) {
 	for _, o := range b.outs {
 		size += protocol.BatchItemSize(len(o.body), len(o.props))
 	}
-	body := make([]byte, 0, size)
+	box, _ := p.bodies.Get().(*[]byte)
+	if box == nil || cap(*box) < size {
+		nb := make([]byte, 0, size)
+		box = &nb
+	}
+	body := (*box)[:0]
 	for _, o := range b.outs {
 		var err error
 		body, err = protocol.AppendBatchItem(body, protocol.BatchItem{Flag: o.flag, Body: o.body, Properties: o.props})
@@ -502,23 +515,31 @@ func (p *Producer) batchRequest(q queue, b *batch) (*remoting.Command, error) {
 	}}
 	req := protocol.NewRequest(protocol.SendBatchMessage, &h)
 	req.Body = body
+	// The connection no longer needs the body once the frame is written (or failed to
+	// be): the next batch reuses it.
+	req.OnWritten = func(error) {
+		*box = body[:0]
+		p.bodies.Put(box)
+	}
 	return req, nil
 }
 
-// batchResults maps a send response to one result per message of b.
-func batchResults(r *topicRoute, q queue, b *batch, resp *remoting.Command) ([]SendResult, error) {
+// eachResult decodes a send response and calls fn with the result of each message of b,
+// in order.
+func eachResult(r *topicRoute, q queue, b *batch, resp *remoting.Command, fn func(i int, res SendResult)) error {
 	var h protocol.SendMessageResponseHeader
 	if err := h.DecodeExt(resp.ExtFields); err != nil {
-		return nil, fmt.Errorf("client: send response from %s: %w", q.addr, err)
+		return fmt.Errorf("client: send response from %s: %w", q.addr, err)
 	}
-	ids := strings.Split(h.MsgID, ",")
-	if len(ids) != len(b.outs) {
-		return nil, fmt.Errorf("client: %s answered %d message ids for %d messages", q.addr, len(ids), len(b.outs))
+	if n := strings.Count(h.MsgID, ",") + 1; n != len(b.outs) {
+		return fmt.Errorf("client: %s answered %d message ids for %d messages", q.addr, n, len(b.outs))
 	}
-	res := make([]SendResult, len(b.outs))
+	ids := h.MsgID
 	for i, o := range b.outs {
-		res[i] = SendResult{MsgID: o.uniq, OffsetMsgID: ids[i], Topic: r.topic, BrokerName: q.broker,
-			QueueID: h.QueueID, QueueOffset: h.QueueOffset + int64(i)}
+		var id string
+		id, ids, _ = strings.Cut(ids, ",")
+		fn(i, SendResult{MsgID: o.uniq, OffsetMsgID: id, Topic: r.topic, BrokerName: q.broker,
+			QueueID: h.QueueID, QueueOffset: h.QueueOffset + int64(i)})
 	}
-	return res, nil
+	return nil
 }

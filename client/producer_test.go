@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -219,3 +220,69 @@ type atomicCount struct{ n atomic.Int64 }
 
 func (a *atomicCount) add()       { a.n.Add(1) }
 func (a *atomicCount) get() int64 { return a.n.Load() }
+
+// TestAsyncBatchesKeepEveryMessageIntact sends many messages of varied sizes and
+// properties from several goroutines, so batch bodies and prepared messages are reused
+// from one batch to the next, and checks every stored record against its message and
+// its result.
+func TestAsyncBatchesKeepEveryMessageIntact(t *testing.T) {
+	c := testutil.StartCluster(t)
+	cl := newTestClient(t, c)
+	p, err := cl.NewProducer("PGIntact")
+	require.NoError(t, err)
+	ctx := context.Background()
+	const topic, senders, each = "IntactTopic", 4, 600
+	long := strings.Repeat("v", 200) // spills out of the inline property buffer
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	results := map[string]SendResult{}
+	for s := range senders {
+		wg.Go(func() {
+			var sent sync.WaitGroup
+			for i := range each {
+				body := fmt.Sprintf("s%d-m%d-", s, i) + strings.Repeat("x", (i*37)%3000)
+				msg := message.NewMessage(topic, []byte(body))
+				msg.SetKeys(fmt.Sprintf("key-%d-%d", s, i))
+				if i%3 == 0 {
+					msg.SetProperty("long", long)
+				}
+				sent.Add(1)
+				p.SendAsync(ctx, msg, func(r SendResult, err error) {
+					defer sent.Done()
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					results[body] = r
+					mu.Unlock()
+				})
+			}
+			sent.Wait()
+		})
+	}
+	wg.Wait()
+	require.Len(t, results, senders*each)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return len(storedBodies(t, c, topic, 4)) == senders*each
+	}, "every message stored")
+	stored := storedBodies(t, c, topic, 4)
+	ids := map[string]bool{}
+	for body, r := range results {
+		rec, ok := stored[body]
+		require.True(t, ok, "stored %.20q", body)
+		require.Equal(t, r.MsgID, rec.MsgID(), "the result names the stored message")
+		require.False(t, ids[r.MsgID], "two results with message id %s", r.MsgID)
+		ids[r.MsgID] = true
+		require.Equal(t, r.QueueOffset, rec.QueueOffset)
+		var s, i int
+		_, err := fmt.Sscanf(body, "s%d-m%d-", &s, &i)
+		require.NoError(t, err)
+		keys, _ := message.LookupProperty(rec.Properties, message.PropertyKeys)
+		require.Equal(t, fmt.Sprintf("key-%d-%d", s, i), string(keys))
+		v, found := message.LookupProperty(rec.Properties, "long")
+		require.Equal(t, i%3 == 0, found)
+		if found {
+			require.Equal(t, long, string(v))
+		}
+	}
+}
