@@ -301,6 +301,9 @@ type benchRoute struct {
 // benchRoutes are the ways the raw-socket benchmarks register their echo handler.
 var benchRoutes = []benchRoute{
 	{"pool", func(s *Server, code int16, h Handler) error { return s.HandleReusingFrames(code, "", h) }},
+	{"inline", func(s *Server, code int16, h Handler) error {
+		return s.HandleRoute(code, h, RouteOptions{Inline: true, ReuseFrames: true})
+	}},
 }
 
 // BenchmarkPingPong is a lone synchronous sender: one 1 KiB request at a time on one
