@@ -302,6 +302,20 @@ func (s *Server) HandleRoute(code int16, h Handler, o RouteOptions) error {
 	return nil
 }
 
+// Route returns the options code was registered with (Pool names the pool even when
+// registration left it empty), and whether it was.
+func (s *Server) Route(code int16) (RouteOptions, bool) {
+	rt, ok := s.routes[code]
+	if !ok {
+		return RouteOptions{}, false
+	}
+	o := RouteOptions{ReuseFrames: rt.reuse, Inline: rt.pool == nil}
+	if rt.pool != nil {
+		o.Pool = rt.pool.name
+	}
+	return o, true
+}
+
 // Codes returns the request codes registered with Handle, in ascending order.
 func (s *Server) Codes() []int16 {
 	out := make([]int16, 0, len(s.routes))

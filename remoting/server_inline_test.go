@@ -74,7 +74,16 @@ func TestHandleRouteOptions(t *testing.T) {
 	require.Error(t, s.HandleRoute(codeEcho, echo, RouteOptions{Inline: true, Pool: DefaultPool}), "an inline route has no pool")
 	require.Error(t, s.HandleRoute(codeEcho, echo, RouteOptions{Pool: "nope"}), "unknown pool")
 	require.NoError(t, s.HandleRoute(codeEcho, echo, RouteOptions{Inline: true, ReuseFrames: true}))
-	require.Equal(t, []int16{codeEcho}, s.Codes())
+	require.NoError(t, s.Handle(codeFail, "", echo))
+	require.Equal(t, []int16{codeEcho, codeFail}, s.Codes())
+	o, ok := s.Route(codeEcho)
+	require.True(t, ok)
+	require.Equal(t, RouteOptions{Inline: true, ReuseFrames: true}, o)
+	o, ok = s.Route(codeFail)
+	require.True(t, ok)
+	require.Equal(t, RouteOptions{Pool: DefaultPool}, o)
+	_, ok = s.Route(codeBlock)
+	require.False(t, ok)
 }
 
 // The answers to one read's requests — inline handlers, a panic, an unknown code — leave
