@@ -369,8 +369,18 @@ func benchRaw(b *testing.B, r benchRoute, depth, bodySize int) {
 	round() // the connection is set up and the pools warm
 	b.ReportAllocs()
 	b.SetBytes(int64(2 * bodySize))
+	before := readUsage(b)
 	b.ResetTimer()
 	for done := 0; done < b.N; done += depth {
 		round()
 	}
+	b.StopTimer()
+	after := readUsage(b)
+	// The process's CPU time and OS context switches (server and client together), where
+	// the platform tells them: less noisy than the wall time on a shared machine.
+	if before == (usage{}) {
+		return
+	}
+	b.ReportMetric(float64(after.cpu-before.cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(after.switches-before.switches)/float64(b.N), "ctxsw/op")
 }

