@@ -115,8 +115,8 @@ func isSendFamily(code protocol.RequestCode) bool {
 // lifetime.
 func (b *Broker) sendsInline() bool {
 	o := &b.opts
-	return o.Store.FlushMode != store.FlushSync && o.Role != RoleSyncMaster &&
-		!(o.ControllerMode && o.AllAckInSyncStateSet)
+	waitsForSet := o.ControllerMode && o.AllAckInSyncStateSet
+	return o.Store.FlushMode != store.FlushSync && o.Role != RoleSyncMaster && !waitsForSet
 }
 
 // The write column of the routes: how a slave answers a request. Writes are refused as
