@@ -16,8 +16,9 @@ import (
 // queued without a flush, and uncork flushes them together, so a burst of N pipelined
 // requests is answered with one socket write rather than N. Other goroutines' writes are
 // never held: a worker that writes while the queue is corked flushes at once, taking the
-// reader's queued replies along, and a corked queue holding corkMaxBytes or more is
-// flushed by the reader without waiting for the end of the burst.
+// reader's queued replies along. A corked queue holding corkMaxFrames frames or
+// corkMaxBytes bytes is flushed by the reader without waiting for the end of the burst:
+// a pipelining client's window refills as the burst is served, not only at its end.
 //
 // Small bodies are copied next to their headers; bodies of inlineBodyMax bytes or more, and
 // every BodyVec slice, are referenced without copying and handed to the socket as separate
@@ -29,8 +30,12 @@ const inlineBodyMax = 4 << 10
 // maxSpareBuffer is the largest coalescing buffer kept for reuse.
 const maxSpareBuffer = 1 << 20
 
-// corkMaxBytes is how much a corked queue holds before the reader flushes it anyway.
-const corkMaxBytes = 64 << 10
+// corkMaxFrames and corkMaxBytes bound what a corked queue holds before the reader
+// flushes it anyway. One write per 32 answers costs little more than one per burst.
+const (
+	corkMaxFrames = 32
+	corkMaxBytes  = 64 << 10
+)
 
 // outPart is one vector of a flush: an external slice, or buf[start:end].
 type outPart struct {
@@ -44,10 +49,11 @@ type outBatch struct {
 	parts     []outPart
 	callbacks []func(error)
 	ext       int // bytes of the ext parts
+	frames    int // frames appended
 }
 
-// size is the number of bytes the batch writes.
-func (b *outBatch) size() int { return len(b.buf) + b.ext }
+// full reports whether a corked batch should be written without waiting for uncork.
+func (b *outBatch) full() bool { return b.frames >= corkMaxFrames || len(b.buf)+b.ext >= corkMaxBytes }
 
 // outQueue is a connection's output queue. flush writes vectors to the socket and must
 // either write them all or fail.
@@ -75,8 +81,8 @@ type outQueue struct {
 func (q *outQueue) write(cmd *Command) error { return q.enqueue(cmd, false) }
 
 // writeFromReader is write for the connection's reader: while the queue is corked the
-// frame is queued for uncork's flush (unless the queue holds corkMaxBytes), and a nil
-// error may also mean that.
+// frame is queued for uncork's flush (unless the queue is full: corkMaxFrames or
+// corkMaxBytes), and a nil error may also mean that.
 func (q *outQueue) writeFromReader(cmd *Command) error { return q.enqueue(cmd, true) }
 
 // enqueue is write; reader marks a write by the connection's reader.
@@ -93,7 +99,7 @@ func (q *outQueue) enqueue(cmd *Command, reader bool) error {
 		return err
 	}
 	corked := reader && q.mu.corked
-	if q.mu.flushing || corked && q.mu.cur.size() < corkMaxBytes {
+	if q.mu.flushing || corked && !q.mu.cur.full() {
 		q.mu.Unlock()
 		return nil
 	}
@@ -176,6 +182,7 @@ func (q *outQueue) appendLocked(cmd *Command) error {
 		buf = append(buf, cmd.Body...)
 	}
 	b.buf = buf
+	b.frames++
 	b.addBuf(start, len(buf))
 	if len(cmd.Body) >= inlineBodyMax {
 		b.parts = append(b.parts, outPart{ext: cmd.Body})

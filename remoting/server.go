@@ -67,8 +67,9 @@ type ServerOptions struct {
 }
 
 // RequestObserver sees the requests a Server answers. Answered runs on the goroutine
-// that answers (a worker, the connection's reader for a refusal, or whoever completes a
-// deferred reply), once per answered request, so it must be cheap and must not block.
+// that answers (a worker, the connection's reader for a refusal or an inline route, or
+// whoever completes a deferred reply), once per answered request, so it must be cheap
+// and must not block.
 type RequestObserver interface {
 	// Answered reports a request of code request answered with code response, elapsed
 	// after its frame was read (worker-queue wait and handling included, up to the

@@ -209,8 +209,8 @@ func TestInlineRouteDuringShutdown(t *testing.T) {
 	require.NoError(t, <-shutdownDone)
 }
 
-// A corked queue holding corkMaxBytes is flushed by the reader before its burst ends,
-// and a non-reader write flushes at once, taking the corked frames along.
+// A corked queue holding corkMaxBytes or corkMaxFrames is flushed by the reader before
+// its burst ends, and a non-reader write flushes at once, taking the corked frames along.
 func TestOutQueueCork(t *testing.T) {
 	var codec Codec
 	var flushed [][]byte
@@ -238,6 +238,13 @@ func TestOutQueueCork(t *testing.T) {
 	require.Len(t, flushed, 3)
 	require.NoError(t, q.uncork(), "nothing queued")
 	require.Len(t, flushed, 3)
+	q.cork()
+	for i := range corkMaxFrames + 1 {
+		require.NoError(t, q.writeFromReader(frame(int32(6+i), 10)))
+	}
+	require.Len(t, flushed, 4, "%d frames fill the cork", corkMaxFrames)
+	require.NoError(t, q.uncork())
+	require.Len(t, flushed, 5)
 
 	var opaques []int32
 	for _, f := range flushed {
@@ -250,5 +257,9 @@ func TestOutQueueCork(t *testing.T) {
 			f = f[LengthFieldSize+n:]
 		}
 	}
-	require.Equal(t, []int32{1, 2, 3, 4, 5}, opaques, "nothing lost or reordered")
+	want := []int32{1, 2, 3, 4, 5}
+	for i := range corkMaxFrames + 1 {
+		want = append(want, int32(6+i))
+	}
+	require.Equal(t, want, opaques, "nothing lost or reordered")
 }
