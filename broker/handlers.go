@@ -5,6 +5,7 @@ import (
 
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
+	"github.com/ferrymq/ferry/store"
 )
 
 // registerHandlers maps every served request code to its handler and worker pool.
@@ -13,6 +14,20 @@ func (b *Broker) registerHandlers() error {
 	// store: topic and group names into the tables, properties into the log), so the
 	// server recycles the request's frame once it has answered. write marks the writes: a
 	// slave refuses them with that code (see slaveRefusal); served (0): a slave serves it too.
+	//
+	// Inline routes (remoting.RouteOptions.Inline) run on the goroutine that reads the
+	// connection instead of a worker of their pool, which spares a small send a goroutine
+	// hand-off and lets the answers to one read leave in one write; such a handler must
+	// never wait. So:
+	//   - the send family (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) runs inline
+	//     when a send cannot wait (sendsInline): the commit log flushes in the background
+	//     and replication never holds the answer. Otherwise (SYNC_FLUSH, SYNC_MASTER, a
+	//     controller-mode master with AllAckInSyncStateSet) it stays on poolSend. What an
+	//     inline send may still do on the reader is bounded work: the append under the
+	//     log's lock (rolling to a new segment included), a half message's bookkeeping, and
+	//     once per new topic the topic table's file write.
+	//   - a slave's refusals (slaveRefusal) run inline: they only answer.
+	//   - everything else runs on its pool.
 	routes := []struct {
 		code  protocol.RequestCode
 		pool  string
@@ -63,9 +78,11 @@ func (b *Broker) registerHandlers() error {
 		{protocol.GetConsumerRunningInfo, poolAdmin, b.calls.handleRunningInfo, false, served},
 		{protocol.GetBrokerEpochCache, poolAdmin, b.epochs.handleEpochCache, false, served},
 	}
+	sendsInline := b.sendsInline()
 	for _, r := range routes {
+		inline := sendsInline && isSendFamily(r.code)
 		if b.opts.Role == RoleSlave && r.write != served {
-			r.h = b.slaveRefusal(r.write)
+			r.h, inline = b.slaveRefusal(r.write), true
 		}
 		if b.gate != nil {
 			if r.code == protocol.PullMessage || r.code == protocol.LitePullMessage || r.code == protocol.QueryMessage {
@@ -73,15 +90,33 @@ func (b *Broker) registerHandlers() error {
 			}
 			r.h = b.gate.Wrap(r.code, r.h)
 		}
-		handle := b.server.Handle
-		if r.reuse {
-			handle = b.server.HandleReusingFrames
+		o := remoting.RouteOptions{Pool: r.pool, ReuseFrames: r.reuse, Inline: inline}
+		if inline {
+			o.Pool = ""
 		}
-		if err := handle(int16(r.code), r.pool, r.h); err != nil {
+		if err := b.server.HandleRoute(int16(r.code), r.h, o); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isSendFamily reports the codes handleSend serves.
+func isSendFamily(code protocol.RequestCode) bool {
+	return code == protocol.SendMessage || code == protocol.SendMessageV2 || code == protocol.SendBatchMessage
+}
+
+// sendsInline reports whether a send never waits, so that the send family may run inline
+// (see registerHandlers): the commit log flushes asynchronously (with SYNC_FLUSH a send
+// waits for the group commit), and replication.afterPut returns at once — it waits on a
+// SYNC_MASTER for a slave's acknowledgement (whether or not in controller mode), and on a
+// controller-mode master with AllAckInSyncStateSet for every SyncStateSet member. A
+// controller-mode role change builds a new Broker, so the answer holds for the routes'
+// lifetime.
+func (b *Broker) sendsInline() bool {
+	o := &b.opts
+	waitsForSet := o.ControllerMode && o.AllAckInSyncStateSet
+	return o.Store.FlushMode != store.FlushSync && o.Role != RoleSyncMaster && !waitsForSet
 }
 
 // The write column of the routes: how a slave answers a request. Writes are refused as

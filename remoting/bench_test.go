@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -289,4 +290,97 @@ func partialFrameHead(tb testing.TB, opaque int32, frameLen int) []byte {
 	}
 	binary.BigEndian.PutUint32(head, uint32(frameLen))
 	return head
+}
+
+// benchRoute registers a benchmark's handler one way (a worker pool, or inline).
+type benchRoute struct {
+	name     string
+	register func(s *Server, code int16, h Handler) error
+}
+
+// benchRoutes are the ways the raw-socket benchmarks register their echo handler.
+var benchRoutes = []benchRoute{
+	{"pool", func(s *Server, code int16, h Handler) error { return s.HandleReusingFrames(code, "", h) }},
+	{"inline", func(s *Server, code int16, h Handler) error {
+		return s.HandleRoute(code, h, RouteOptions{Inline: true, ReuseFrames: true})
+	}},
+}
+
+// BenchmarkPingPong is a lone synchronous sender: one 1 KiB request at a time on one
+// connection, written and read back on a plain socket by one goroutine (no client
+// library), so that what it measures is the server's path from the reactor to the reply.
+// ns/op is one round trip.
+func BenchmarkPingPong(b *testing.B) {
+	for _, r := range benchRoutes {
+		b.Run(r.name, func(b *testing.B) { benchRaw(b, r, 1, 1024) })
+	}
+}
+
+// BenchmarkPipelined writes 32 requests of 1 KiB in one socket write and reads their 32
+// responses, on one connection: the server reads them in one burst. ns/op is one request.
+func BenchmarkPipelined(b *testing.B) {
+	for _, r := range benchRoutes {
+		b.Run(r.name, func(b *testing.B) { benchRaw(b, r, 32, 1024) })
+	}
+}
+
+// benchRaw runs rounds of depth pipelined echo requests of bodySize bytes on one plain
+// socket; b.N counts requests.
+func benchRaw(b *testing.B, r benchRoute, depth, bodySize int) {
+	s, err := NewServer(DefaultServerOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.register(s, codeEcho, echo); err != nil {
+		b.Fatal(err)
+	}
+	addr := ServeTest(b, s, nil)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	var codec Codec
+	var burst []byte
+	for i := range depth {
+		req := NewRequest(codeEcho, map[string]string{"topic": "BenchTopic", "queueId": "1"})
+		req.Opaque = int32(i + 1)
+		req.Body = make([]byte, bodySize)
+		if burst, err = codec.AppendFrame(burst, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	br := bufio.NewReaderSize(conn, 256<<10)
+	round := func() {
+		if _, err := conn.Write(burst); err != nil {
+			b.Fatal(err)
+		}
+		for range depth {
+			head, err := br.Peek(LengthFieldSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := int(binary.BigEndian.Uint32(head))
+			if _, err := br.Discard(LengthFieldSize + n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	round() // the connection is set up and the pools warm
+	b.ReportAllocs()
+	b.SetBytes(int64(2 * bodySize))
+	before := readUsage(b)
+	b.ResetTimer()
+	for done := 0; done < b.N; done += depth {
+		round()
+	}
+	b.StopTimer()
+	after := readUsage(b)
+	// The process's CPU time and OS context switches (server and client together), where
+	// the platform tells them: less noisy than the wall time on a shared machine.
+	if before == (usage{}) {
+		return
+	}
+	b.ReportMetric(float64(after.cpu-before.cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(after.switches-before.switches)/float64(b.N), "ctxsw/op")
 }

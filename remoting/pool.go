@@ -2,11 +2,12 @@ package remoting
 
 import "sync"
 
-// task is one request waiting for a worker.
+// task is one request waiting for a worker (or run inline by the connection's reader).
 type task struct {
-	conn *serverConn
-	req  *Command
-	h    Handler
+	conn   *serverConn
+	req    *Command
+	h      Handler
+	inline bool // run by the connection's reader: its answer waits for the end of the burst
 }
 
 // workerPool is a fixed set of goroutines serving one request class from a bounded queue.

@@ -67,8 +67,9 @@ type ServerOptions struct {
 }
 
 // RequestObserver sees the requests a Server answers. Answered runs on the goroutine
-// that answers (a worker, the connection's reader for a refusal, or whoever completes a
-// deferred reply), once per answered request, so it must be cheap and must not block.
+// that answers (a worker, the connection's reader for a refusal or an inline route, or
+// whoever completes a deferred reply), once per answered request, so it must be cheap
+// and must not block.
 type RequestObserver interface {
 	// Answered reports a request of code request answered with code response, elapsed
 	// after its frame was read (worker-queue wait and handling included, up to the
@@ -151,14 +152,15 @@ func (o *ServerOptions) requestLimits() (conn, total int64) {
 // route is a registered handler and the pool that runs it.
 type route struct {
 	h     Handler
-	pool  *workerPool
-	reuse bool // the request's frame is recycled once answered (HandleReusingFrames)
+	pool  *workerPool // nil: inline (RouteOptions.Inline)
+	reuse bool        // the request's frame is recycled once answered (HandleReusingFrames)
 }
 
 // Server serves remoting requests on a netpoll reactor. Requests are decoded on the
 // connection's reactor goroutine (a TLS connection's own goroutine) and run on the worker
 // pool of their code, so the requests of one connection run concurrently and their
-// responses leave as they complete.
+// responses leave as they complete; the codes of inline routes (RouteOptions.Inline) run
+// on that reading goroutine itself, in the order they arrive.
 type Server struct {
 	opts   ServerOptions
 	log    zerolog.Logger
@@ -187,11 +189,12 @@ type Server struct {
 	handshake   time.Duration // effective TLSConfig.HandshakeTimeout
 	stdLn       net.Listener  // the listener the std accept loop serves
 	handoff     *handoffListener
-	plainViaStd bool      // serve a TLS port's plain connections on the std path too (tests, benchmarks)
-	writers     sync.Pool // of *bufio.Writer, coalescing TLS writes into full records
-	frames      framePool // request frame buffers (framepool.go)
-	poison      bool      // overwrite recycled frames (race builds; tests)
-	recycled    func()    // tests: called after each recycled frame
+	plainViaStd bool                      // serve a TLS port's plain connections on the std path too (tests, benchmarks)
+	writers     sync.Pool                 // of *bufio.Writer, coalescing TLS writes into full records
+	frames      framePool                 // request frame buffers (framepool.go)
+	poison      bool                      // overwrite recycled frames (race builds; tests)
+	recycled    func()                    // tests: called after each recycled frame
+	wrapTr      func(transport) transport // tests: wraps every connection's transport
 
 	mu struct {
 		sync.Mutex
@@ -240,10 +243,29 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	return s, nil
 }
 
+// RouteOptions say how the requests of one code are served (Server.HandleRoute).
+type RouteOptions struct {
+	// Pool names the worker pool that runs the handler ("" = DefaultPool). An Inline
+	// route has no pool and must leave it empty.
+	Pool string
+	// ReuseFrames recycles the request's frame once it is answered; the handler must
+	// obey the rules of HandleReusingFrames.
+	ReuseFrames bool
+	// Inline runs the handler on the goroutine that reads the connection, as soon as its
+	// frame is decoded, instead of handing it to a worker: a small request is then
+	// answered without a goroutine switch, and the answers to the requests of one read
+	// leave in one socket write. The connection reads nothing else while the handler
+	// runs, so Inline is only for handlers that never block: no waits on disk (a
+	// synchronous flush), on replication or on other peers, no Invoke on the requesting
+	// connection (its response could never be read), and no unbounded work. A panic is
+	// answered as on a pool (SYSTEM_ERROR); a deferred reply (nil, nil) is allowed.
+	Inline bool
+}
+
 // Handle registers h for code on the named pool ("" = DefaultPool). It must be called
 // before Start.
 func (s *Server) Handle(code int16, pool string, h Handler) error {
-	return s.handle(code, pool, h, false)
+	return s.HandleRoute(code, h, RouteOptions{Pool: pool})
 }
 
 // HandleReusingFrames is Handle for handlers that keep nothing of their request: once the
@@ -254,22 +276,45 @@ func (s *Server) Handle(code int16, pool string, h Handler) error {
 // reused), and neither it nor anything it starts may keep a string or slice of the
 // request past its return; what it stores it copies.
 func (s *Server) HandleReusingFrames(code int16, pool string, h Handler) error {
-	return s.handle(code, pool, h, true)
+	return s.HandleRoute(code, h, RouteOptions{Pool: pool, ReuseFrames: true})
 }
 
-func (s *Server) handle(code int16, pool string, h Handler, reuse bool) error {
+// HandleRoute registers h for code as o says. It must be called before Start.
+func (s *Server) HandleRoute(code int16, h Handler, o RouteOptions) error {
 	if s.started.Load() {
 		return errors.New("remoting: Handle after Start")
 	}
-	if pool == "" {
-		pool = DefaultPool
+	rt := route{h: h, reuse: o.ReuseFrames}
+	switch {
+	case o.Inline && o.Pool != "":
+		return fmt.Errorf("remoting: code %d is inline and cannot name pool %q", code, o.Pool)
+	case !o.Inline:
+		pool := o.Pool
+		if pool == "" {
+			pool = DefaultPool
+		}
+		p, ok := s.pools[pool]
+		if !ok {
+			return fmt.Errorf("remoting: unknown pool %q for code %d", pool, code)
+		}
+		rt.pool = p
 	}
-	p, ok := s.pools[pool]
-	if !ok {
-		return fmt.Errorf("remoting: unknown pool %q for code %d", pool, code)
-	}
-	s.routes[code] = route{h: h, pool: p, reuse: reuse}
+	s.routes[code] = rt
 	return nil
+}
+
+// Route returns the options code was registered with (Pool names the pool even when
+// registration left it empty), and whether it was.
+func (s *Server) Route(code int16) (RouteOptions, bool) {
+	rt, ok := s.routes[code]
+	if !ok {
+		return RouteOptions{}, false
+	}
+	o := RouteOptions{ReuseFrames: rt.reuse, Inline: rt.pool == nil}
+	if rt.pool != nil {
+		o.Pool = rt.pool.name
+	}
+	return o, true
 }
 
 // Codes returns the request codes registered with Handle, in ascending order.
@@ -487,12 +532,16 @@ func (s *Server) connClosed(c *serverConn) {
 
 // onRequest reads everything buffered on the connection, dispatching the frames it
 // completes; a partial frame stays in the connection's reader (server_read.go). It runs on
-// the connection's reactor goroutine, one call at a time per connection.
+// the connection's reactor goroutine, one call at a time per connection. The answers it
+// writes itself (inline routes, refusals) leave together when it is done (a corked output
+// queue, see outqueue.go).
 func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	c, _ := ctx.Value(connKey{}).(*serverConn)
 	if c == nil {
 		return conn.Close()
 	}
+	c.out.cork()
+	defer c.uncork()
 	r := conn.Reader()
 	for r.Len() > 0 {
 		if err := c.readStep(r); err != nil {
@@ -534,7 +583,13 @@ func (s *Server) dispatch(c *serverConn, cmd *Command) {
 	}
 	s.inflight.add()
 	c.inflight.Add(1)
-	if !rt.pool.submit(task{conn: c, req: cmd, h: rt.h}) {
+	t := task{conn: c, req: cmd, h: rt.h}
+	if rt.pool == nil {
+		t.inline = true
+		s.run(t)
+		return
+	}
+	if !rt.pool.submit(t) {
 		s.requestDone(c, cmd)
 		c.replyNow(cmd, NewResponse(cmd, CodeSystemBusy, "["+rt.pool.name+"] too many requests queued, try later"))
 	}
@@ -561,7 +616,8 @@ func (s *Server) observe(req *Command, code int16, held bool) {
 	o.Answered(req.Code, code, held, elapsed)
 }
 
-// run executes one request on a pool worker.
+// run executes one request on a pool worker, or on the connection's reader for an inline
+// route.
 func (s *Server) run(t task) {
 	resp, err := s.call(t)
 	req := t.req
@@ -576,7 +632,7 @@ func (s *Server) run(t task) {
 		resp = errorResponse(req, err)
 	}
 	if resp != nil {
-		_ = t.conn.Reply(req, resp)
+		_ = t.conn.reply(req, resp, t.inline)
 		s.recycle(req)
 		return
 	}

@@ -78,6 +78,9 @@ type serverConn struct {
 }
 
 func newServerConn(s *Server, tr transport, local, remote net.Addr) *serverConn {
+	if s.wrapTr != nil {
+		tr = s.wrapTr(tr)
+	}
 	c := &serverConn{
 		srv:     s,
 		tr:      tr,
@@ -103,6 +106,11 @@ func (c *serverConn) flushVec(vec [][]byte) error {
 	c.activity.Add(1)
 	return nil
 }
+
+// uncork ends the read burst of the connection's reader: the answers it queued are
+// flushed. A failed flush has told their writers (their OnWritten callbacks) and left
+// the queue dead, which is all that can be done here.
+func (c *serverConn) uncork() { _ = c.out.uncork() }
 
 // ID implements Channel.
 func (c *serverConn) ID() uint64 { return c.id }
@@ -138,7 +146,11 @@ func (c *serverConn) abort(err error, what string) error {
 }
 
 // Reply implements Channel. Whoever answers a request ends it, exactly once.
-func (c *serverConn) Reply(req, resp *Command) error {
+func (c *serverConn) Reply(req, resp *Command) error { return c.reply(req, resp, false) }
+
+// reply is Reply; reader marks an answer written by the connection's reader (an inline
+// route), which a corked output queue holds until the end of the read burst.
+func (c *serverConn) reply(req, resp *Command, reader bool) error {
 	var held bool
 	for {
 		st := req.reply.Load()
@@ -157,14 +169,14 @@ func (c *serverConn) Reply(req, resp *Command) error {
 		resp.written(nil)
 	} else {
 		prepareReply(req, resp)
-		if err = c.write(resp); err != nil && !errors.Is(err, ErrConnClosed) {
+		if err = c.write(resp, reader); err != nil && !errors.Is(err, ErrConnClosed) {
 			// The response could not be encoded (a header over 16 MiB, say): answer with
 			// the reason rather than leave the caller waiting until its timeout.
 			c.srv.log.Error().Err(err).Int16("code", resp.Code).Int32("opaque", req.Opaque).Str("remote", c.remote).
 				Msg("response could not be sent; answering SYSTEM_ERROR instead")
 			fallback := NewResponse(req, CodeSystemError, "response could not be sent: "+err.Error())
 			prepareReply(req, fallback)
-			_ = c.write(fallback)
+			_ = c.write(fallback, reader)
 			code = CodeSystemError
 		}
 	}
@@ -173,22 +185,27 @@ func (c *serverConn) Reply(req, resp *Command) error {
 	return err
 }
 
-// replyNow answers a request that never entered a pool.
+// replyNow answers, on the connection's reader, a request that was not handled (refused
+// or of an unknown code).
 func (c *serverConn) replyNow(req, resp *Command) {
 	if req.IsOneway() {
 		return
 	}
 	prepareReply(req, resp)
 	code := resp.Code
-	_ = c.write(resp)
+	_ = c.write(resp, true)
 	c.srv.observe(req, code, false)
 }
 
-// write queues cmd's frame on the connection (see outQueue).
-func (c *serverConn) write(cmd *Command) error {
+// write queues cmd's frame on the connection (see outQueue); reader marks a write by the
+// connection's reader (outQueue.writeFromReader).
+func (c *serverConn) write(cmd *Command, reader bool) error {
 	if !c.tr.active() {
 		cmd.written(ErrConnClosed)
 		return ErrConnClosed
+	}
+	if reader {
+		return c.out.writeFromReader(cmd)
 	}
 	return c.out.write(cmd)
 }
@@ -202,7 +219,7 @@ func (c *serverConn) Invoke(ctx context.Context, req *Command) (*Command, error)
 	if err := c.pending.add(req.Opaque, call); err != nil {
 		return nil, err
 	}
-	if err := c.write(req); err != nil {
+	if err := c.write(req, false); err != nil {
 		c.pending.take(req.Opaque)
 		return nil, err
 	}
@@ -223,7 +240,7 @@ func (c *serverConn) InvokeOneway(_ context.Context, req *Command) error {
 	req.Opaque = c.srv.opaque.Add(1)
 	req.Flag = req.Flag&^FlagResponse | FlagOneway
 	req.SerializeType = SerializeType(c.lastType.Load())
-	return c.write(req)
+	return c.write(req, false)
 }
 
 // idleSince returns how long the connection has been idle at now. Only the sweeper calls it.

@@ -234,12 +234,24 @@ func (s *Server) serveStd(nc, raw net.Conn) {
 			}
 			return
 		}
-		for br.Buffered() > 0 {
-			if err := c.readStep(src); err != nil {
-				return
-			}
+		if !c.readBuffered(src) {
+			return
 		}
 	}
+}
+
+// readBuffered handles everything br holds as one read burst: the answers written by the
+// reader meanwhile leave together (see Server.onRequest). It reports false once the
+// connection has been closed.
+func (c *serverConn) readBuffered(src bufSource) bool {
+	c.out.cork()
+	defer c.uncork()
+	for src.Len() > 0 {
+		if err := c.readStep(src); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // bufSource is a std connection's buffered input as a frameSource.
