@@ -133,7 +133,9 @@ type Command struct {
 	// that point into mapped files). The slices must stay valid until OnWritten runs.
 	BodyVec [][]byte
 	// OnWritten, if set, runs once after the frame has been handed to the socket or has
-	// failed to be; err is nil on success. It runs for responses written by a Server.
+	// failed to be; err is nil on success. It runs for every frame that goes through a
+	// connection's output queue: responses written by a Server and requests sent by a
+	// Client (whose pooled batch bodies rely on it).
 	OnWritten func(err error)
 	// SerializeType is the header codec this command arrived with or will be sent with.
 	SerializeType SerializeType
