@@ -1,16 +1,12 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -221,73 +217,4 @@ func onEachBroker[T any](brokers []brokerRef, call func(brokerRef) (T, error), h
 	for i, b := range brokers {
 		handle(b, outs[i].v, outs[i].err)
 	}
-}
-
-// messageOf builds the MessageExt of rec, a record stored on broker group broker, as
-// stored: its queue is rec's topic and queue id on broker, its topic not mapped back from
-// a retry topic (see restoreTopic), its body aliases rec's and is inflated when
-// compressed. A body that does not inflate is left as stored and the error returned with
-// the message.
-func messageOf(rec *message.Record, broker string) (*MessageExt, error) {
-	topic := string(rec.Topic)
-	m := &MessageExt{
-		Message: message.Message{Topic: topic, Flag: rec.Flag, Body: rec.Body,
-			Properties: message.ParseProperties(rec.Properties)},
-		OffsetMsgID: rec.OffsetMsgID(), Queue: MessageQueue{Topic: topic, BrokerName: broker, QueueID: rec.QueueID},
-		QueueOffset: rec.QueueOffset, CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
-		BornTime: time.UnixMilli(rec.BornTimestamp), StoreTime: time.UnixMilli(rec.StoreTimestamp),
-		BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
-	}
-	m.MsgID = cmp.Or(m.UniqKey(), m.OffsetMsgID)
-	if message.IsZlibCompressed(rec.SysFlag) {
-		body, err := message.Decompress(rec.Body, 0)
-		if err != nil {
-			return m, err
-		}
-		m.Body = body
-	}
-	return m, nil
-}
-
-// restoreTopic gives a message of retryTopic (a group's retry topic) back the topic it
-// was first sent to; its Queue stays the retry topic's.
-func restoreTopic(m *MessageExt, retryTopic string) {
-	if orig := m.Property(message.PropertyRetryTopic); orig != "" && m.Topic == retryTopic {
-		m.Topic = orig
-	}
-}
-
-// decodeMessages decodes stored records laid end to end (the body of a pull, query or
-// view answer) into messages of broker group broker (messageOf); a body that does not
-// inflate is kept as stored and logged to log. With sub only the consumable records (not
-// half or rolled-back transactional ones) whose tags sub matches are kept — what a
-// broker's tag-hash filter let through by collision is dropped; the others are never
-// built. A malformed record ends the decoding: the messages before it come back with the
-// error.
-func decodeMessages(data []byte, broker string, sub *subscription, log *zerolog.Logger) ([]*MessageExt, error) {
-	var out []*MessageExt
-	var bad error
-	for i, b := 0, data; len(b) > 0; i++ {
-		var rec message.Record
-		n, err := rec.Decode(b)
-		if err != nil {
-			bad = fmt.Errorf("client: stored record %d: %w", i, err)
-			break
-		}
-		b = b[n:]
-		if sub != nil && !message.IsConsumable(rec.SysFlag) {
-			continue
-		}
-		m, err := messageOf(&rec, broker)
-		if err != nil {
-			log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; delivering it as stored")
-		}
-		if sub != nil && !sub.matches(m.Tags()) {
-			continue
-		}
-		out = append(out, m)
-	}
-	// A single return lets the compiler start out in a stack buffer (three heap
-	// allocations fewer per pull; TestPullDecodeAllocs).
-	return out, bad
 }

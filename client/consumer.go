@@ -345,6 +345,21 @@ func (s *subscription) matches(tags string) bool {
 	return s.tags == nil || slices.Contains(s.tags, tags)
 }
 
+// matchesRaw is matches of the TAGS property of raw properties (the last one, as
+// message.ParseProperties keeps), without allocating.
+func (s *subscription) matchesRaw(props []byte) bool {
+	if s.tags == nil {
+		return true
+	}
+	v, _ := message.LookupProperty(props, message.PropertyTags)
+	for _, t := range s.tags {
+		if t == string(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // Consumer states.
 const (
 	consumerNew = iota
