@@ -79,21 +79,16 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 		h.SysFlag |= protocol.PullFlagSuspend
 		h.SuspendTimeoutMillis = r.suspend.Milliseconds()
 	}
-	resp, err := c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
+	// protocol.NewRequest, with the header's type known: h stays on the stack.
+	req := remoting.NewRequestExt(int16(protocol.PullMessage), nil)
+	h.EncodeExt(&req.ExtFields)
+	resp, err := c.invoke(ctx, addr, req)
 	var a pullAnswer
-	var be *BrokerError
-	switch {
-	case err == nil:
+	if err == nil {
 		a.status = PullFound
-	case !errors.As(err, &be):
-		return a, err
-	case be.Code == protocol.PullNotFound:
-		a.status = PullNoNewMessage
-	case be.Code == protocol.PullRetryImmediately:
-		a.status = PullNoMatchedMessage
-	case be.Code == protocol.PullOffsetMoved:
-		a.status = PullOffsetIllegal
-	default:
+	} else if st, ok := pullStatusOf(err); ok {
+		a.status = st
+	} else {
 		return a, err
 	}
 	a.answered = true
@@ -106,6 +101,26 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 		a.body = resp.Body
 	}
 	return a, nil
+}
+
+// pullStatusOf is what a pull's failure err means when it is one of the three answers
+// pullAnswer names (PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED); ok is
+// false for any other error. (A function of its own: the error holder errors.As needs
+// escapes, and only failed pulls should pay for it.)
+func pullStatusOf(err error) (status PullStatus, ok bool) {
+	var be *BrokerError
+	if !errors.As(err, &be) {
+		return 0, false
+	}
+	switch be.Code {
+	case protocol.PullNotFound:
+		return PullNoNewMessage, true
+	case protocol.PullRetryImmediately:
+		return PullNoMatchedMessage, true
+	case protocol.PullOffsetMoved:
+		return PullOffsetIllegal, true
+	}
+	return 0, false
 }
 
 // offsetCall sends an offset request (answered by an OffsetResponseHeader) to addr.

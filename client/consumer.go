@@ -379,12 +379,13 @@ const (
 // to the group's dead-letter topic. Create it with Client.NewPushConsumer, then Start
 // it; Close it when done. Its methods are safe for concurrent use.
 type PushConsumer struct {
-	c       *Client
-	group   string
-	subs    []*subscription // the topic, then the retry topic
-	handler ConsumeFunc
-	opts    consumerOptions
-	log     zerolog.Logger
+	c          *Client
+	group      string
+	retryTopic string          // the group's retry topic (subscribed in clustering mode only)
+	subs       []*subscription // the topic, then the retry topic
+	handler    ConsumeFunc
+	opts       consumerOptions
+	log        zerolog.Logger
 
 	tasks    chan *consumeTask
 	slots    chan struct{}            // orderly: a token per handler call running; capacity workers
@@ -447,7 +448,7 @@ func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc,
 		subs = append(subs, retry)
 	}
 	pc := &PushConsumer{
-		c: c, group: group, subs: subs, handler: handler, opts: o,
+		c: c, group: group, retryTopic: protocol.RetryTopic(group), subs: subs, handler: handler, opts: o,
 		log:      c.log.With().Str("group", group).Logger(),
 		tasks:    make(chan *consumeTask, o.workers),
 		slots:    make(chan struct{}, o.workers),

@@ -166,7 +166,10 @@ func parseProperties(props string) map[string]string {
 // restoreTopic gives a message of retryTopic (a group's retry topic) back the topic it
 // was first sent to; its Queue stays the retry topic's.
 func restoreTopic(m *MessageExt, retryTopic string) {
-	if orig := m.Property(message.PropertyRetryTopic); orig != "" && m.Topic == retryTopic {
+	if m.Topic != retryTopic {
+		return
+	}
+	if orig := m.Property(message.PropertyRetryTopic); orig != "" {
 		m.Topic = orig
 	}
 }

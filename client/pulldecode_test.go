@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
 )
 
 // pullBody is a pull answer's body: n stored records of topic's queue 0, tagged TagA,
@@ -38,7 +39,7 @@ func decodeFixture(tb testing.TB, n int) (body []byte, sub *subscription, q *pro
 	sub, err := newSubscription("T", "TagA", false)
 	require.NoError(tb, err)
 	c := &Client{log: zerolog.Nop()}
-	q = &processQueue{pc: &PushConsumer{c: c, group: "g", log: zerolog.Nop()},
+	q = &processQueue{pc: &PushConsumer{c: c, group: "g", retryTopic: protocol.RetryTopic("g"), log: zerolog.Nop()},
 		mq: MessageQueue{Topic: "T", BrokerName: "b"}, sub: sub}
 	return pullBody(tb, "T", n), sub, q
 }
