@@ -81,7 +81,9 @@ type ConsumeFunc func(ctx context.Context, msgs []*MessageExt) ConsumeResult
 
 // MessageExt is a message as a consumer receives it: the producer's message (topic, flag,
 // body, properties — with Tags, Keys and the other accessors of message.Message) and where
-// and when the broker stored it.
+// and when the broker stored it. The messages of one pull share their memory (the body
+// aliases the pull answer; the structs, ids and property strings are allocated together):
+// keeping one keeps that of the whole pull; copy what is kept for long.
 type MessageExt struct {
 	message.Message
 	// MsgID is the producer's message id (UNIQ_KEY), or OffsetMsgID when there is none.
