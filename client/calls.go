@@ -1,16 +1,12 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -83,21 +79,16 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 		h.SysFlag |= protocol.PullFlagSuspend
 		h.SuspendTimeoutMillis = r.suspend.Milliseconds()
 	}
-	resp, err := c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, &h))
+	// protocol.NewRequest, with the header's type known: h stays on the stack.
+	req := remoting.NewRequestExt(int16(protocol.PullMessage), nil)
+	h.EncodeExt(&req.ExtFields)
+	resp, err := c.invoke(ctx, addr, req)
 	var a pullAnswer
-	var be *BrokerError
-	switch {
-	case err == nil:
+	if err == nil {
 		a.status = PullFound
-	case !errors.As(err, &be):
-		return a, err
-	case be.Code == protocol.PullNotFound:
-		a.status = PullNoNewMessage
-	case be.Code == protocol.PullRetryImmediately:
-		a.status = PullNoMatchedMessage
-	case be.Code == protocol.PullOffsetMoved:
-		a.status = PullOffsetIllegal
-	default:
+	} else if st, ok := pullStatusOf(err); ok {
+		a.status = st
+	} else {
 		return a, err
 	}
 	a.answered = true
@@ -110,6 +101,26 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 		a.body = resp.Body
 	}
 	return a, nil
+}
+
+// pullStatusOf is what a pull's failure err means when it is one of the three answers
+// pullAnswer names (PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED); ok is
+// false for any other error. (A function of its own: the error holder errors.As needs
+// escapes, and only failed pulls should pay for it.)
+func pullStatusOf(err error) (status PullStatus, ok bool) {
+	var be *BrokerError
+	if !errors.As(err, &be) {
+		return 0, false
+	}
+	switch be.Code {
+	case protocol.PullNotFound:
+		return PullNoNewMessage, true
+	case protocol.PullRetryImmediately:
+		return PullNoMatchedMessage, true
+	case protocol.PullOffsetMoved:
+		return PullOffsetIllegal, true
+	}
+	return 0, false
 }
 
 // offsetCall sends an offset request (answered by an OffsetResponseHeader) to addr.
@@ -221,73 +232,4 @@ func onEachBroker[T any](brokers []brokerRef, call func(brokerRef) (T, error), h
 	for i, b := range brokers {
 		handle(b, outs[i].v, outs[i].err)
 	}
-}
-
-// messageOf builds the MessageExt of rec, a record stored on broker group broker, as
-// stored: its queue is rec's topic and queue id on broker, its topic not mapped back from
-// a retry topic (see restoreTopic), its body aliases rec's and is inflated when
-// compressed. A body that does not inflate is left as stored and the error returned with
-// the message.
-func messageOf(rec *message.Record, broker string) (*MessageExt, error) {
-	topic := string(rec.Topic)
-	m := &MessageExt{
-		Message: message.Message{Topic: topic, Flag: rec.Flag, Body: rec.Body,
-			Properties: message.ParseProperties(rec.Properties)},
-		OffsetMsgID: rec.OffsetMsgID(), Queue: MessageQueue{Topic: topic, BrokerName: broker, QueueID: rec.QueueID},
-		QueueOffset: rec.QueueOffset, CommitLogOffset: rec.PhysicalOffset, ReconsumeTimes: rec.ReconsumeTimes,
-		BornTime: time.UnixMilli(rec.BornTimestamp), StoreTime: time.UnixMilli(rec.StoreTimestamp),
-		BornHost: rec.BornHost, StoreHost: rec.StoreHost, SysFlag: rec.SysFlag,
-	}
-	m.MsgID = cmp.Or(m.UniqKey(), m.OffsetMsgID)
-	if message.IsZlibCompressed(rec.SysFlag) {
-		body, err := message.Decompress(rec.Body, 0)
-		if err != nil {
-			return m, err
-		}
-		m.Body = body
-	}
-	return m, nil
-}
-
-// restoreTopic gives a message of retryTopic (a group's retry topic) back the topic it
-// was first sent to; its Queue stays the retry topic's.
-func restoreTopic(m *MessageExt, retryTopic string) {
-	if orig := m.Property(message.PropertyRetryTopic); orig != "" && m.Topic == retryTopic {
-		m.Topic = orig
-	}
-}
-
-// decodeMessages decodes stored records laid end to end (the body of a pull, query or
-// view answer) into messages of broker group broker (messageOf); a body that does not
-// inflate is kept as stored and logged to log. With sub only the consumable records (not
-// half or rolled-back transactional ones) whose tags sub matches are kept — what a
-// broker's tag-hash filter let through by collision is dropped; the others are never
-// built. A malformed record ends the decoding: the messages before it come back with the
-// error.
-func decodeMessages(data []byte, broker string, sub *subscription, log *zerolog.Logger) ([]*MessageExt, error) {
-	var out []*MessageExt
-	var bad error
-	for i, b := 0, data; len(b) > 0; i++ {
-		var rec message.Record
-		n, err := rec.Decode(b)
-		if err != nil {
-			bad = fmt.Errorf("client: stored record %d: %w", i, err)
-			break
-		}
-		b = b[n:]
-		if sub != nil && !message.IsConsumable(rec.SysFlag) {
-			continue
-		}
-		m, err := messageOf(&rec, broker)
-		if err != nil {
-			log.Warn().Err(err).Str("msgID", m.MsgID).Msg("cannot inflate body; delivering it as stored")
-		}
-		if sub != nil && !sub.matches(m.Tags()) {
-			continue
-		}
-		out = append(out, m)
-	}
-	// A single return lets the compiler start out in a stack buffer (three heap
-	// allocations fewer per pull; TestPullDecodeAllocs).
-	return out, bad
 }

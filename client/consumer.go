@@ -81,7 +81,9 @@ type ConsumeFunc func(ctx context.Context, msgs []*MessageExt) ConsumeResult
 
 // MessageExt is a message as a consumer receives it: the producer's message (topic, flag,
 // body, properties — with Tags, Keys and the other accessors of message.Message) and where
-// and when the broker stored it.
+// and when the broker stored it. The messages of one pull share their memory (the body
+// aliases the pull answer; the structs, ids and property strings are allocated together):
+// keeping one keeps that of the whole pull; copy what is kept for long.
 type MessageExt struct {
 	message.Message
 	// MsgID is the producer's message id (UNIQ_KEY), or OffsetMsgID when there is none.
@@ -345,6 +347,21 @@ func (s *subscription) matches(tags string) bool {
 	return s.tags == nil || slices.Contains(s.tags, tags)
 }
 
+// matchesRaw is matches of the TAGS property of raw properties (the last one, as
+// message.ParseProperties keeps), without allocating.
+func (s *subscription) matchesRaw(props []byte) bool {
+	if s.tags == nil {
+		return true
+	}
+	v, _ := message.LookupProperty(props, message.PropertyTags)
+	for _, t := range s.tags {
+		if t == string(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // Consumer states.
 const (
 	consumerNew = iota
@@ -364,12 +381,13 @@ const (
 // to the group's dead-letter topic. Create it with Client.NewPushConsumer, then Start
 // it; Close it when done. Its methods are safe for concurrent use.
 type PushConsumer struct {
-	c       *Client
-	group   string
-	subs    []*subscription // the topic, then the retry topic
-	handler ConsumeFunc
-	opts    consumerOptions
-	log     zerolog.Logger
+	c          *Client
+	group      string
+	retryTopic string          // the group's retry topic (subscribed in clustering mode only)
+	subs       []*subscription // the topic, then the retry topic
+	handler    ConsumeFunc
+	opts       consumerOptions
+	log        zerolog.Logger
 
 	tasks    chan *consumeTask
 	slots    chan struct{}            // orderly: a token per handler call running; capacity workers
@@ -432,7 +450,7 @@ func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc,
 		subs = append(subs, retry)
 	}
 	pc := &PushConsumer{
-		c: c, group: group, subs: subs, handler: handler, opts: o,
+		c: c, group: group, retryTopic: protocol.RetryTopic(group), subs: subs, handler: handler, opts: o,
 		log:      c.log.With().Str("group", group).Logger(),
 		tasks:    make(chan *consumeTask, o.workers),
 		slots:    make(chan struct{}, o.workers),

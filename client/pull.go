@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ferrymq/ferry/protocol"
 )
 
 // Pulling. Each owned queue has a processQueue and a pull loop: it finds the start offset
@@ -391,9 +389,8 @@ func (q *processQueue) decode(body []byte) ([]*MessageExt, error) {
 	if err != nil {
 		return nil, err
 	}
-	retryTopic := protocol.RetryTopic(q.pc.group)
 	for _, m := range msgs {
-		restoreTopic(m, retryTopic)
+		restoreTopic(m, q.pc.retryTopic)
 	}
 	return msgs, nil
 }
