@@ -475,6 +475,9 @@ func (m *errMapped) WriteMode(on bool) error {
 	return m.Mapped.WriteMode(on)
 }
 
+// Populate implements Mapped; it is advice, so no failure is injected.
+func (m *errMapped) Populate(off, n int64) error { return m.Mapped.Populate(off, n) }
+
 // Close implements Mapped. An injected failure still closes the wrapped file (as close(2)
 // does), so that no test leaks it; the call reports the failure.
 func (m *errMapped) Close() error {

@@ -70,6 +70,13 @@ type Mapped interface {
 	// syncing fresh writes), false for reading it back (normal read-ahead). It is advice
 	// only: an error changes nothing but the speed.
 	WriteMode(on bool) error
+	// Populate maps the pages of [off, off+n) for reading in one call
+	// (madvise(MADV_POPULATE_READ) on Linux), so that a reader about to walk many pages
+	// of a mapping it has not touched yet (recovery re-reading the log's tail, an index
+	// loading its slot table) does not take a page fault for each: the appended segment's
+	// advice allows no fault-around or read-ahead. It is advice only: an error, or a
+	// kernel without it, changes nothing but the speed.
+	Populate(off, n int64) error
 	// WriteAt copies p into the file at off through the file system (pwrite(2) for real
 	// files) rather than through the mapping; the bytes are visible in Bytes() when it
 	// returns and durable after Sync covers them, exactly like bytes written into Bytes().

@@ -463,6 +463,9 @@ func (w *memWindow) Close() error {
 // WriteMode implements Mapped; memory has no read-ahead to tune.
 func (h *memMapped) WriteMode(bool) error { return nil }
 
+// Populate implements Mapped; memory has nothing to map.
+func (h *memMapped) Populate(int64, int64) error { return nil }
+
 // Close drops the handle.
 func (h *memMapped) Close() error {
 	h.data = nil

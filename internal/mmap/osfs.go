@@ -263,6 +263,22 @@ func (m *osMapped) WriteMode(on bool) error {
 	return nil
 }
 
+// Populate implements Mapped with madvise(MADV_POPULATE_READ) (Linux 5.14 and later).
+func (m *osMapped) Populate(off, n int64) error {
+	if m.data == nil {
+		return fmt.Errorf("mmap: populate %s: closed", m.path)
+	}
+	start := off &^ (int64(os.Getpagesize()) - 1)
+	end := min(off+n, int64(len(m.data)))
+	if start < 0 || start >= end {
+		return nil
+	}
+	if err := unix.Madvise(m.data[start:end], unix.MADV_POPULATE_READ); err != nil {
+		return fmt.Errorf("mmap: populate %s: %w", m.path, err)
+	}
+	return nil
+}
+
 // Close unmaps and closes the file.
 func (m *osMapped) Close() error {
 	if m.data == nil {
