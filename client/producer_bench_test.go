@@ -14,22 +14,9 @@ import (
 // (how the benchmark harness drives it), against a broker started in this process. The
 // broker's work is in the numbers too; a CPU profile separates the client's.
 func BenchmarkProducerSendAsync(b *testing.B) {
-	c := testutil.StartCluster(b)
-	cl, err := New(WithNameServers(c.NamesrvAddr))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cl.Close() }()
-	p, err := cl.NewProducer("BenchPG", WithRetries(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = p.Close() }()
-	ctx := context.Background()
 	const topic = "BenchSendAsync"
-	if _, err := p.Send(ctx, message.NewMessage(topic, []byte("warm up"))); err != nil {
-		b.Fatal(err)
-	}
+	p := benchProducer(b, topic)
+	ctx := context.Background()
 	payload := make([]byte, 1024)
 	window := make(chan struct{}, 256)
 	var wg sync.WaitGroup
@@ -55,22 +42,9 @@ func BenchmarkProducerSendAsync(b *testing.B) {
 // time against a broker started in this process, so ns/op is a whole round trip (client,
 // loopback, broker). A CPU profile separates the client's share.
 func BenchmarkProducerSendSync(b *testing.B) {
-	c := testutil.StartCluster(b)
-	cl, err := New(WithNameServers(c.NamesrvAddr))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cl.Close() }()
-	p, err := cl.NewProducer("BenchPG", WithRetries(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = p.Close() }()
-	ctx := context.Background()
 	const topic = "BenchSendSync"
-	if _, err := p.Send(ctx, message.NewMessage(topic, []byte("warm up"))); err != nil {
-		b.Fatal(err)
-	}
+	p := benchProducer(b, topic)
+	ctx := context.Background()
 	payload := make([]byte, 1024)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
@@ -80,4 +54,26 @@ func BenchmarkProducerSendSync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchProducer starts a broker in this process and returns a producer (no retries) that
+// has sent one message to topic, so routes and connections exist before timing starts.
+// Everything is closed when the benchmark ends.
+func benchProducer(b *testing.B, topic string) *Producer {
+	b.Helper()
+	c := testutil.StartCluster(b)
+	cl, err := New(WithNameServers(c.NamesrvAddr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cl.Close() })
+	p, err := cl.NewProducer("BenchPG", WithRetries(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	if _, err := p.Send(context.Background(), message.NewMessage(topic, []byte("warm up"))); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
