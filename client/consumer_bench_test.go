@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/testutil"
 )
 
@@ -83,23 +82,7 @@ func storeMessages(b *testing.B, cl *Client, topic string, n int) {
 		b.Fatal(err)
 	}
 	defer func() { _ = p.Close() }()
-	ctx := context.Background()
-	payload := make([]byte, 1024)
-	window := make(chan struct{}, 256)
-	var wg sync.WaitGroup
-	var failed sync.Once
-	for range n {
-		window <- struct{}{}
-		wg.Add(1)
-		p.SendAsync(ctx, message.NewMessage(topic, payload), func(_ SendResult, err error) {
-			if err != nil {
-				failed.Do(func() { b.Error(err) })
-			}
-			<-window
-			wg.Done()
-		})
-	}
-	wg.Wait()
+	sendPipelined(b, p, topic, n)
 	if b.Failed() {
 		b.FailNow()
 	}

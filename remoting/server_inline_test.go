@@ -193,12 +193,7 @@ func TestInlineRouteDuringShutdown(t *testing.T) {
 	_, err = held.Write(burst(t, NewRequest(codeBlock, nil)))
 	require.NoError(t, err)
 	<-entered
-	shutdownDone := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		shutdownDone <- s.Shutdown(ctx)
-	}()
+	shutdownDone := shutdownInBackground(s)
 	require.Eventually(t, s.closing.Load, 5*time.Second, time.Millisecond)
 	_, err = probe.Write(burst(t, NewRequest(codeEcho, nil)))
 	require.NoError(t, err)

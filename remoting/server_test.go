@@ -460,12 +460,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		}))
 		<-entered
 	}
-	shutdownDone := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		shutdownDone <- s.Shutdown(ctx)
-	}()
+	shutdownDone := shutdownInBackground(s)
 	// New requests during the drain are refused, the held ones are still answered.
 	require.Eventually(t, func() bool {
 		resp, err := c.Invoke(context.Background(), addr, NewRequest(codeEcho, nil))
@@ -646,4 +641,16 @@ func TestTLSHandshakeOnPlainPortIsRecognised(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "TLS is not enabled on this port") },
 		5*time.Second, time.Millisecond)
 	require.Contains(t, logs.String(), ErrTLSNotEnabled.Error())
+}
+
+// shutdownInBackground starts s.Shutdown (bounded by 10 s) on its own goroutine and
+// returns the channel its result arrives on.
+func shutdownInBackground(s *Server) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- s.Shutdown(ctx)
+	}()
+	return done
 }
