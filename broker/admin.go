@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/groupconf"
+	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -56,6 +57,16 @@ func (a *adminHandler) handleCreateTopic(ctx context.Context, _ remoting.Channel
 		return nil, fail(protocol.InvalidParameter, "topic %s is a system topic", h.Topic)
 	}
 	cfg := h.TopicConfig()
+	changes, err := protocol.ParseAttributeChanges(h.Attributes)
+	if err != nil {
+		return nil, fail(protocol.InvalidParameter, "%v", err)
+	}
+	// Attributes change only by the entries given: a request without any keeps the
+	// topic's (RocketMQ 5 does the same).
+	cur, _ := a.topics.Get(h.Topic)
+	if cfg.Attributes, err = topicconf.ApplyAttributeChanges(cur.Attributes, changes); err != nil {
+		return nil, fail(protocol.InvalidParameter, "%v", err)
+	}
 	if _, err := a.topics.CreateOrUpdate(cfg); err != nil {
 		return nil, fail(protocol.InvalidParameter, "%v", err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
+	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/broker/topicconf"
@@ -73,6 +74,7 @@ type Broker struct {
 	admin   *adminHandler
 	stats   *statsHandler
 	rates   *brokerRates
+	dedup   *dedup.Table // sends to topics with a dedup window
 	client  *clientHandler
 	lock    *lockHandler
 	meta    *metadataHandler
@@ -159,7 +161,22 @@ func New(opts Options) (*Broker, error) {
 		calls.onMaster = b.sync.setMaster
 	}
 	b.reg = newRegistrar(&b.opts, b.topics, nsrv, b.kickRegister, calls, b.log)
+	do := dedup.DefaultOptions()
+	do.MaxKeys, do.Now = opts.DedupMaxKeys, opts.Clock
+	if b.dedup, err = dedup.New(do); err != nil {
+		return nil, errors.Join(fmt.Errorf("broker: %w", err), nsrv.Close(), b.closeParts(context.Background()), b.closeACL())
+	}
 	b.buildHandlers()
+	if opts.Role != RoleSlave { // a slave stores no sends; promoted, it is a new Broker
+		start := time.Now()
+		n, err := b.fillDedup(b.dedup)
+		if err != nil {
+			return nil, errors.Join(err, nsrv.Close(), b.closeParts(context.Background()), b.closeACL())
+		}
+		if n > 0 {
+			b.log.Info().Int("keys", n).Dur("took", time.Since(start)).Msg("dedup table refilled from the store")
+		}
+	}
 	return b, nil
 }
 
@@ -251,7 +268,7 @@ func (b *Broker) buildHandlers() {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
-		rates: b.rates, repl: b.repl, counts: counts,
+		rates: b.rates, repl: b.repl, counts: counts, dedup: b.dedup,
 	}
 	b.txh = &txHandler{tx: b.tx, records: b.store}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}
@@ -285,6 +302,12 @@ func (b *Broker) damageInfo() map[string]string {
 		"ferryBadReads":          strconv.FormatInt(d.BadReads, 10),
 		"ferryScrubs":            strconv.FormatInt(d.Scrubs, 10),
 		"ferryScrubFindings":     strconv.FormatInt(d.ScrubFindings, 10),
+	}
+	if b.dedup != nil {
+		st := b.dedup.Stats()
+		m["ferryDedupKeys"] = strconv.Itoa(st.Keys)
+		m["ferryDedupDuplicates"] = strconv.FormatUint(st.Duplicates, 10)
+		m["ferryDedupEvicted"] = strconv.FormatUint(st.Evicted, 10)
 	}
 	for k, v := range b.repl.runtimeInfo() {
 		m[k] = v

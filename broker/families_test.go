@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,6 +114,15 @@ type adminTopics struct {
 func (f *adminTopics) CreateOrUpdate(cfg protocol.TopicConfig) (bool, error) {
 	f.created = append(f.created, cfg)
 	return true, nil
+}
+
+func (f *adminTopics) Get(topic string) (protocol.TopicConfig, bool) {
+	for _, c := range slices.Backward(f.created) {
+		if c.TopicName == topic {
+			return c, true
+		}
+	}
+	return protocol.TopicConfig{}, false
 }
 
 func TestCreateTopicRegistersBeforeAnswering(t *testing.T) {

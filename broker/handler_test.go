@@ -9,7 +9,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/broker/groupconf"
+	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -107,6 +109,8 @@ func newSenderFixture(retryMax int32) *senderFixture {
 		"T":        {TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6},
 		"%RETRY%g": {TopicName: "%RETRY%g", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6},
 		"ReadOnly": {TopicName: "ReadOnly", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 4},
+		"D": {TopicName: "D", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6,
+			Attributes: map[string]string{topicconf.AttrDedupWindow: "1m"}},
 	}}
 	f := &senderFixture{store: &fakeStore{}, tx: &fakeTx{}, sched: &fakeSched{}}
 	groups := &fakeGroups{retryMax: retryMax}
@@ -114,6 +118,10 @@ func newSenderFixture(retryMax int32) *senderFixture {
 	f.s = &sender{store: f.store, topics: topics, sched: f.sched, tx: f.tx, conns: &conns{},
 		retry: &retryPolicy{topics: topics, groups: groups, log: zerolog.Nop()},
 		uniq:  message.NewUniqKeyGenerator(host.Addr(), 0), storeHost: host, cluster: "C", log: zerolog.Nop()}
+	var err error
+	if f.s.dedup, err = dedup.New(dedup.DefaultOptions()); err != nil {
+		panic(err)
+	}
 	return f
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/acl/sign"
+	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/internal/delaylevel"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -122,6 +123,9 @@ type Options struct {
 	// retryMaxTimes): a message handed back more often goes to %DLQ%<group>. A client
 	// that sends its own limit (maxReconsumeTimes in the request) overrides it.
 	MaxReconsumeTimes int
+	// DedupMaxKeys bounds the message keys remembered for topics with a dedupWindow
+	// attribute (package dedup), across all of them; the oldest is dropped first.
+	DedupMaxKeys int
 	// LongPollingEnable holds pulls that find nothing for the client's suspend timeout;
 	// otherwise for at most ShortPollingTimeout.
 	LongPollingEnable   bool
@@ -265,6 +269,7 @@ func DefaultOptions() Options {
 		DefaultTopicQueueNums:         8,
 		MaxReconsumeTimes:             16,
 		LongPollingEnable:             true,
+		DedupMaxKeys:                  dedup.DefaultMaxKeys,
 		ShortPollingTimeout:           time.Second,
 		AccessMessageInMemoryMaxRatio: 40,
 		EnablePropertyFilter:          true,
@@ -312,6 +317,8 @@ func (o *Options) Validate() error {
 		return bad("MaxFrameSize %d must be positive", o.MaxFrameSize)
 	case o.Workers.Send <= 0 || o.Workers.Pull <= 0 || o.Workers.Query <= 0 || o.Workers.Admin <= 0 || o.Workers.Transaction <= 0:
 		return bad("every worker pool needs at least one worker: %+v", o.Workers)
+	case o.DedupMaxKeys <= 0:
+		return bad("DedupMaxKeys %d must be positive", o.DedupMaxKeys)
 	case o.DefaultTopicQueueNums <= 0:
 		return bad("DefaultTopicQueueNums %d must be positive", o.DefaultTopicQueueNums)
 	case o.MaxReconsumeTimes < 0:

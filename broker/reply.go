@@ -61,7 +61,7 @@ func (r *replier) handleReply(ctx context.Context, ch remoting.Channel, req *rem
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode reply header: %v", err)
 	}
-	queueID, err := r.send.sendQueue(&h)
+	queueID, _, err := r.send.sendQueue(&h)
 	if err != nil {
 		return nil, err
 	}

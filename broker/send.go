@@ -24,10 +24,13 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/broker/dedup"
+	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -78,6 +81,7 @@ type sender struct {
 	rates      *brokerRates // counts stored messages; nil in some unit tests
 	repl       *replication // wakes slaves and waits for them (SYNC_MASTER); nil in unit tests
 	counts     *meters      // /metrics counters; nil: off (Options.MetricsEnable)
+	dedup      *dedup.Table // sends to topics with a dedup window; nil in some unit tests
 }
 
 // sendScratch is the per-request working memory of a send, pooled so that a plain send
@@ -112,7 +116,7 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	if err != nil {
 		return nil, fail(protocol.SystemError, "decode send header: %v", err)
 	}
-	queueID, err := s.sendQueue(&h)
+	queueID, window, err := s.sendQueue(&h)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +125,7 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	sp := &sc.sp
 	*sp = message.ScanProperties(bytesOf(h.Properties))
 	kind := classify(code, &h, sp)
+	clientKey := sp.UniqKey != nil
 
 	var recs []message.Record
 	if kind == sendBatch {
@@ -147,6 +152,19 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	}
 	if sp.ReplyToClient != nil {
 		s.conns.rememberRequester(sp.ReplyToClient, ch)
+	}
+	var tk *dedup.Ticket
+	if window > 0 && kind != sendPrepared && s.dedup != nil {
+		ans, dup, t, err := s.claim(ctx, h.Topic, window, kind, sp, clientKey, recs)
+		switch {
+		case err != nil:
+			return nil, fail(protocol.SystemBusy, "%v", err)
+		case dup:
+			return replay(req, ans), nil
+		case t != nil:
+			tk = t
+			defer tk.Abort() // nothing stored unless Complete ran first
+		}
 	}
 	switch kind {
 	case sendPrepared:
@@ -186,24 +204,63 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 		rh.TransactionID = string(sp.UniqKey)
 	}
 	rh.EncodeExt(&resp.ExtFields)
+	if tk != nil {
+		tk.Complete(dedup.Answer{Code: resp.Code, MsgID: rh.MsgID, QueueID: rh.QueueID,
+			QueueOffset: rh.QueueOffset, TransactionID: rh.TransactionID})
+	}
 	return resp, nil
 }
 
-// sendQueue checks the target topic (sendTopic) and returns the queue to store in: the
-// requested one, or a random writable one when the request names none (a negative id).
-func (s *sender) sendQueue(h *protocol.SendMessageRequestHeader) (int32, error) {
+// claim asks the dedup table about a send to a topic with a dedup window (package
+// dedup): a duplicate's first answer, or the ticket of a new message. The key is the
+// message's UNIQ_KEY, a batch's that of its first message; a plain message the client
+// sent without one has nothing to match and is not claimed (tk nil).
+func (s *sender) claim(ctx context.Context, topic string, window time.Duration, kind sendKind, sp *message.SendProps,
+	clientKey bool, recs []message.Record) (ans dedup.Answer, dup bool, tk *dedup.Ticket, err error) {
+	var key []byte
+	switch {
+	case kind == sendBatch:
+		key = message.ScanProperties(recs[0].Properties).UniqKey
+	case clientKey:
+		key = sp.UniqKey
+	}
+	if len(key) == 0 {
+		return dedup.Answer{}, false, nil, nil
+	}
+	return s.dedup.Claim(ctx, topic, string(key), window)
+}
+
+// replay answers a duplicate send with its first send's answer.
+func replay(req *remoting.Command, ans dedup.Answer) *remoting.Command {
+	resp := respond(req, protocol.ResponseCode(ans.Code), "")
+	rh := protocol.SendMessageResponseHeader{
+		MsgID:         ans.MsgID,
+		QueueID:       ans.QueueID,
+		QueueOffset:   ans.QueueOffset,
+		TransactionID: ans.TransactionID,
+		MsgRegion:     "DefaultRegion",
+		TraceOn:       true,
+	}
+	rh.EncodeExt(&resp.ExtFields)
+	return resp
+}
+
+// sendQueue checks the target topic (sendTopic) and returns the queue to store in (the
+// requested one, or a random writable one when the request names none: a negative id)
+// and the topic's dedup window (0: off).
+func (s *sender) sendQueue(h *protocol.SendMessageRequestHeader) (int32, time.Duration, error) {
 	cfg, err := s.sendTopic(h)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	queueID := h.QueueID
 	if queueID < 0 {
 		queueID = rand.Int32N(max(cfg.WriteQueueNums, 1))
 	}
 	if queueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
-		return 0, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
+		return 0, 0, fail(protocol.InvalidParameter, "queueId %d out of range for topic %s (%d queues)", queueID, h.Topic, cfg.WriteQueueNums)
 	}
-	return queueID, nil
+	return queueID, topicconf.DedupWindow(&cfg), nil
 }
 
 // sendTopic finds the target topic's config, creating it when the request may.

@@ -395,6 +395,12 @@ type TopicConfig struct {
 	FilterType protocol.TopicFilterType
 	// SysFlag holds protocol.TopicSysFlag* bits; zero keeps the current flags on update.
 	SysFlag int32
+	// Attributes sets topic attributes (RocketMQ 5's, and Ferry's such as "dedupWindow":
+	// "10m", see docs/delivery.md); RemoveAttributes removes some. Attributes named in
+	// neither keep their value on update. The broker refuses (ErrInvalidArgument) a key
+	// it does not know or a value it does not accept.
+	Attributes       map[string]string
+	RemoveAttributes []string
 }
 
 // defaultTopicQueues is the queue count of a new topic when none is given (as mqadmin).
@@ -437,11 +443,32 @@ func (cfg TopicConfig) header(cur QueueInfo) (*protocol.CreateTopicRequestHeader
 	if cfg.SysFlag == 0 {
 		cfg.SysFlag = cur.SysFlag
 	}
+	attrs, err := cfg.attributeChanges()
+	if err != nil {
+		return nil, err
+	}
 	return &protocol.CreateTopicRequestHeader{
 		Topic: cfg.Name, DefaultTopic: protocol.AutoCreateTopicKey, ReadQueueNums: cfg.ReadQueues,
 		WriteQueueNums: cfg.WriteQueues, Perm: cfg.Perm, TopicFilterType: cfg.FilterType,
-		TopicSysFlag: cfg.SysFlag, Order: cfg.Order,
+		TopicSysFlag: cfg.SysFlag, Order: cfg.Order, Attributes: attrs,
 	}, nil
+}
+
+// attributeChanges encodes Attributes (sorted by key) and RemoveAttributes as the
+// request's attributes field.
+func (cfg TopicConfig) attributeChanges() (string, error) {
+	var changes []protocol.AttributeChange
+	for _, k := range slices.Sorted(maps.Keys(cfg.Attributes)) {
+		changes = append(changes, protocol.AttributeChange{Key: k, Value: cfg.Attributes[k]})
+	}
+	for _, k := range cfg.RemoveAttributes {
+		changes = append(changes, protocol.AttributeChange{Key: k, Delete: true})
+	}
+	field := protocol.FormatAttributeChanges(changes)
+	if _, err := protocol.ParseAttributeChanges(field); err != nil {
+		return "", fmt.Errorf("%w: topic %s: %w", ErrInvalidArgument, cfg.Name, err)
+	}
+	return field, nil
 }
 
 // CreateTopic creates (or replaces) a topic on the brokers of target

@@ -226,6 +226,12 @@ type BrokerConfig struct {
 	// FERRY_BROKER_DEFAULT_TOPIC_QUEUE_NUMS.
 	DefaultTopicQueueNums int `mapstructure:"defaultTopicQueueNums" default:"8" check:"range=1..1024" option:"DefaultTopicQueueNums" property:"defaultTopicQueueNums" meaning:"queues of the TBW102 template; caps auto-created topics"`
 
+	// DedupMaxKeys bounds the message keys a broker remembers for topics with a
+	// dedupWindow attribute, across all of them (oldest dropped first; about
+	// 150 bytes each). Default 1048576. Key broker.dedupMaxKeys, env
+	// FERRY_BROKER_DEDUP_MAX_KEYS.
+	DedupMaxKeys int `mapstructure:"dedupMaxKeys" default:"1048576" check:"positive" option:"DedupMaxKeys" meaning:"message keys remembered for topics with a dedupWindow (oldest dropped first)"`
+
 	// LongPollingEnable parks a pull that finds nothing until a message
 	// arrives or the client's suspend timeout passes. Default true. Key
 	// broker.longPollingEnable, env FERRY_BROKER_LONG_POLLING_ENABLE.

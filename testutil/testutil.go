@@ -157,7 +157,7 @@ func startBroker(t testing.TB, bo broker.Options, ln net.Listener, ns *nameserve
 	}
 	Eventually(t, 10*time.Second, func() bool {
 		for _, bi := range ns.Table().Brokers() {
-			if bi.Addr == addr && !bi.LastUpdate.Before(started) {
+			if bi.Addr == bo.AdvertisedAddr && !bi.LastUpdate.Before(started) {
 				return true
 			}
 		}
@@ -243,6 +243,10 @@ func (c *Cluster) StopBroker(t testing.TB) {
 
 // SetBrokerConfig edits the broker configuration used by the next (re)start.
 func (c *Cluster) SetBrokerConfig(f func(*conf.BrokerConfig)) { f(&c.cfg) }
+
+// SetBrokerOptions changes how the next StartBroker or RestartBroker edits the broker's
+// options (after the configuration is resolved).
+func (c *Cluster) SetBrokerOptions(f func(*broker.Options)) { c.brokerOpts = f }
 
 // RestartBroker shuts the broker down cleanly (unless StopBroker did) and starts a new
 // one on the same data directory and address.

@@ -188,6 +188,7 @@ func newTopicCommand(e *env) *cobra.Command {
 		readQ, writeQ    int32
 		perm             int32
 		order, keepOrder bool
+		attrs            topicAttrFlags
 	)
 	withTopic := func(cmd *cobra.Command) {
 		cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
@@ -201,6 +202,7 @@ func newTopicCommand(e *env) *cobra.Command {
 		cmd.Flags().Int32VarP(&writeQ, "write-queues", "w", 0, "write queues (default 8 on create, unchanged on update)")
 		cmd.Flags().Int32VarP(&perm, "perm", "p", 0, "permission bits: 2 write, 4 read, 6 both (default 6 / unchanged)")
 		cmd.Flags().BoolVarP(&order, "order", "s", false, "ordered topic")
+		attrs.add(cmd)
 	}
 	need := func() error {
 		if topic == "" {
@@ -210,13 +212,18 @@ func newTopicCommand(e *env) *cobra.Command {
 	}
 	create := &cobra.Command{
 		Use: "create -t TOPIC [flags]", Short: "Create a topic on the brokers", Args: cobra.NoArgs,
-		Example: "  ferryctl topic create -t Orders -r 8 -w 8\n  ferryctl topic create -t Orders -c DefaultCluster",
+		Example: "  ferryctl topic create -t Orders -r 8 -w 8\n  ferryctl topic create -t Orders -c DefaultCluster\n  ferryctl topic create -t Orders --attr dedupWindow=10m",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
 			}
+			set, err := attrs.parse()
+			if err != nil {
+				return err
+			}
 			return e.withAdmin(func(a *client.Admin) error {
-				cfg := client.TopicConfig{Name: topic, ReadQueues: readQ, WriteQueues: writeQ, Perm: perm, Order: order}
+				cfg := client.TopicConfig{Name: topic, ReadQueues: readQ, WriteQueues: writeQ, Perm: perm, Order: order,
+					Attributes: set, RemoveAttributes: attrs.remove}
 				if err := a.CreateTopic(cmd.Context(), cfg, target(cluster, brokers)); err != nil {
 					return err
 				}
@@ -230,14 +237,19 @@ func newTopicCommand(e *env) *cobra.Command {
 	withTarget(create)
 	withConfig(create)
 	update := &cobra.Command{
-		Use: "update -t TOPIC [flags]", Short: "Change a topic's queues, permission or order flag", Args: cobra.NoArgs,
+		Use: "update -t TOPIC [flags]", Short: "Change a topic's queues, permission, order flag or attributes", Args: cobra.NoArgs,
 		Example: "  ferryctl topic update -t Orders -w 16 -r 16\n  ferryctl topic update -t Orders -p 4   # read-only",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := need(); err != nil {
 				return err
 			}
+			set, err := attrs.parse()
+			if err != nil {
+				return err
+			}
 			return e.withAdmin(func(a *client.Admin) error {
-				cfg := client.TopicConfig{Name: topic, ReadQueues: readQ, WriteQueues: writeQ, Perm: perm, Order: order || keepOrder}
+				cfg := client.TopicConfig{Name: topic, ReadQueues: readQ, WriteQueues: writeQ, Perm: perm, Order: order || keepOrder,
+					Attributes: set, RemoveAttributes: attrs.remove}
 				if err := a.UpdateTopic(cmd.Context(), cfg); err != nil {
 					return err
 				}

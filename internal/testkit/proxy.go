@@ -24,6 +24,9 @@ type Proxy struct {
 	conns   []net.Conn
 	// cutAfter, when > 0, closes a new connection after that many bytes from the target.
 	cutAfter int64
+	// cutReplies counts the reads from the target still to be dropped (see CutReplies);
+	// repliesCut counts those dropped so far.
+	cutReplies, repliesCut int
 }
 
 // StartProxy starts a proxy to target.
@@ -57,6 +60,22 @@ func (p *Proxy) SetCutAfter(n int64) {
 	p.mu.Lock()
 	p.cutAfter = n
 	p.mu.Unlock()
+}
+
+// CutReplies makes the next n reads from the target close their connection instead of
+// being passed on: what the client sent has arrived, its answer is lost (a request stored
+// by the server whose reply never reaches the client).
+func (p *Proxy) CutReplies(n int) {
+	p.mu.Lock()
+	p.cutReplies = n
+	p.mu.Unlock()
+}
+
+// RepliesCut returns how many reads from the target CutReplies has dropped.
+func (p *Proxy) RepliesCut() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.repliesCut
 }
 
 // Cut closes the connections the proxy holds; it goes on accepting new ones.
@@ -102,14 +121,15 @@ func (p *Proxy) accept() {
 		p.conns = append(p.conns, in, out)
 		limit := p.cutAfter
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(out, in, 0) })
-		p.wg.Go(func() { p.pipe(in, out, limit) })
+		p.wg.Go(func() { p.pipe(out, in, 0, false) })
+		p.wg.Go(func() { p.pipe(in, out, limit, true) })
 	}
 }
 
 // pipe copies src to dst, holding what it read while the proxy is frozen (dropped if the
-// proxy is closed meanwhile), and closes both after limit bytes when limit > 0.
-func (p *Proxy) pipe(dst, src net.Conn, limit int64) {
+// proxy is closed meanwhile), and closes both after limit bytes when limit > 0. fromTarget
+// marks the target's direction, where CutReplies applies.
+func (p *Proxy) pipe(dst, src net.Conn, limit int64, fromTarget bool) {
 	defer func() {
 		_ = dst.Close()
 		_ = src.Close()
@@ -125,6 +145,11 @@ func (p *Proxy) pipe(dst, src net.Conn, limit int64) {
 			}
 			p.holding--
 			closed := p.closed
+			if fromTarget && p.cutReplies > 0 && !closed {
+				p.cutReplies--
+				p.repliesCut++
+				closed = true
+			}
 			p.mu.Unlock()
 			if closed { // a cut link delivers nothing it held, as a real one would not
 				return

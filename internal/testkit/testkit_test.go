@@ -280,6 +280,31 @@ func TestProxyFreezesCutsAndCutsAfter(t *testing.T) {
 	require.Equal(t, "abc", string(rest), "closed after 3 bytes from the target")
 }
 
+func TestProxyCutReplies(t *testing.T) {
+	p := StartProxy(t, echoServer(t))
+	p.CutReplies(1)
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("lost"))
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got, err := io.ReadAll(c)
+	require.NoError(t, err)
+	require.Empty(t, got, "the reply is dropped and the connection closed")
+	require.Equal(t, 1, p.RepliesCut())
+
+	c2, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c2.Close()
+	_, err = c2.Write([]byte("kept"))
+	require.NoError(t, err)
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(c2, buf)
+	require.NoError(t, err)
+	require.Equal(t, "kept", string(buf), "only the next reply was cut")
+}
+
 // A proxy closed while frozen delivers nothing it held: a cut link loses what was in
 // flight (a replication test relies on it: an acknowledgement held by the freeze must
 // not reach the master when the link is cut).

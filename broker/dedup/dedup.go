@@ -1,0 +1,246 @@
+// Package dedup is the broker's memory of recent sends to topics with a dedup window
+// (the dedupWindow topic attribute): for each stored message it keeps, by topic and
+// UNIQ_KEY (the id every RocketMQ client puts on a message and keeps across its retries),
+// the answer the broker gave, so that a retry of a message already stored is answered with
+// the first answer (same message id, queue and offset) and stores nothing.
+//
+// # Claims
+//
+// A send to such a topic first claims its key ([Table.Claim]):
+//
+//   - a key answered within its window is a duplicate: Claim returns the first answer;
+//   - a key being stored by another request (a client that gave up waiting and resent on
+//     a new connection) makes Claim wait for that request's outcome, then decide again;
+//   - otherwise the caller owns the key until it calls [Ticket.Complete] with its answer
+//     (the key is then remembered for the window) or [Ticket.Abort] (nothing was stored:
+//     the key is forgotten and a waiting retry stores it).
+//
+// # Bounds
+//
+// At most Options.MaxKeys keys are remembered across all topics; beyond that the oldest
+// is dropped first (counted in [Stats.Evicted]), so a key older than that many sends is
+// no longer recognised even inside its window. Keys past their window are dropped as new
+// ones arrive. An entry costs about 150 bytes plus its key.
+//
+// # After a restart
+//
+// The table lives in memory. The broker refills it before it serves sends, from the
+// topics' consume queues over the window ([Table.Remember]), so a retry that arrives
+// after a restart or a failover is still recognised.
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Options configures a Table.
+type Options struct {
+	// MaxKeys bounds the keys remembered across all topics (oldest dropped first).
+	MaxKeys int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultMaxKeys is Options.MaxKeys by default: about 200 MB at most.
+const DefaultMaxKeys = 1 << 20
+
+// DefaultOptions returns the default options.
+func DefaultOptions() Options { return Options{MaxKeys: DefaultMaxKeys} }
+
+// ErrInvalidOptions reports options that cannot work.
+var ErrInvalidOptions = errors.New("dedup: invalid options")
+
+// Validate checks o.
+func (o Options) Validate() error {
+	if o.MaxKeys <= 0 {
+		return fmt.Errorf("%w: MaxKeys %d must be positive", ErrInvalidOptions, o.MaxKeys)
+	}
+	return nil
+}
+
+// Answer is what the broker answered a stored send: replayed to its duplicates.
+type Answer struct {
+	Code          int16  // the response code
+	MsgID         string // the offset message id(s), comma-joined for a batch
+	QueueID       int32
+	QueueOffset   int64
+	TransactionID string
+}
+
+// Stats are a table's counters.
+type Stats struct {
+	Keys       int    // keys remembered now, claims in progress included
+	Duplicates uint64 // sends answered from the table
+	Evicted    uint64 // keys dropped inside their window because of MaxKeys
+}
+
+// entry is one key's state; done is closed once the claim ends (answered or aborted).
+type entry struct {
+	key     string
+	expires int64 // unix nanoseconds; meaningful once answered
+	done    chan struct{}
+	ans     Answer
+	state   uint8
+}
+
+// Entry states.
+const (
+	pending  uint8 = iota // claimed, not yet answered
+	answered              // answer valid until expires
+	aborted               // the claim stored nothing
+)
+
+// Table is the memory of recent sends. It is safe for concurrent use.
+type Table struct {
+	opts Options
+	mu   sync.Mutex
+	keys map[string]*entry
+	// fifo holds the entries in the order they were claimed or remembered, from head; an
+	// entry no longer in keys is skipped when it reaches the head.
+	fifo  []*entry
+	head  int
+	stats Stats
+}
+
+// New returns an empty table.
+func New(opts Options) (*Table, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Table{opts: opts, keys: map[string]*entry{}}, nil
+}
+
+// Ticket is the ownership of a claimed key.
+type Ticket struct {
+	t      *Table
+	e      *entry
+	window time.Duration
+}
+
+// mapKey joins a topic and a UNIQ_KEY.
+func mapKey(topic, uniqKey string) string { return topic + "\x00" + uniqKey }
+
+// Claim decides what a send of uniqKey to topic is (see the package doc): a duplicate
+// (dup true, ans the first answer), or a new message the caller now owns (tk not nil).
+// It waits while another request stores the same key, until ctx ends (then the error is
+// ctx's).
+func (t *Table) Claim(ctx context.Context, topic, uniqKey string, window time.Duration) (ans Answer, dup bool, tk *Ticket, err error) {
+	k := mapKey(topic, uniqKey)
+	for {
+		t.mu.Lock()
+		now := t.opts.Now().UnixNano()
+		e, ok := t.keys[k]
+		switch {
+		case ok && e.state == answered && now < e.expires:
+			t.stats.Duplicates++
+			ans := e.ans
+			t.mu.Unlock()
+			return ans, true, nil, nil
+		case ok && e.state == pending:
+			done := e.done
+			t.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return Answer{}, false, nil, fmt.Errorf("dedup: waiting for an earlier send of %s: %w", uniqKey, ctx.Err())
+			}
+		}
+		e = &entry{key: k, done: make(chan struct{})}
+		t.insertLocked(e, now)
+		t.mu.Unlock()
+		return Answer{}, false, &Ticket{t: t, e: e, window: window}, nil
+	}
+}
+
+// Complete records the answer of the ticket's send; the key is a duplicate for the window
+// from now. Complete or Abort after either has no effect.
+func (tk *Ticket) Complete(ans Answer) {
+	t := tk.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tk.e.state != pending {
+		return
+	}
+	tk.e.ans, tk.e.state = ans, answered
+	tk.e.expires = t.opts.Now().Add(tk.window).UnixNano()
+	close(tk.e.done)
+}
+
+// Abort ends the ticket's claim without an answer: nothing was stored, the key is
+// forgotten. It has no effect after Complete.
+func (tk *Ticket) Abort() {
+	t := tk.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tk.e.state != pending {
+		return
+	}
+	tk.e.state = aborted
+	if t.keys[tk.e.key] == tk.e {
+		delete(t.keys, tk.e.key)
+	}
+	close(tk.e.done)
+}
+
+// Remember records an answer given at storedAt (when the broker refills the table after a
+// restart); a key already known keeps its entry, and one whose window has passed is
+// ignored.
+func (t *Table) Remember(topic, uniqKey string, window time.Duration, storedAt time.Time, ans Answer) {
+	k := mapKey(topic, uniqKey)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now().UnixNano()
+	expires := storedAt.Add(window).UnixNano()
+	if now >= expires {
+		return
+	}
+	if _, ok := t.keys[k]; ok {
+		return
+	}
+	done := make(chan struct{})
+	close(done)
+	t.insertLocked(&entry{key: k, expires: expires, done: done, ans: ans, state: answered}, now)
+}
+
+// insertLocked adds e, first dropping entries past their window from the head and, when
+// the table is full, the oldest.
+func (t *Table) insertLocked(e *entry, now int64) {
+	for t.head < len(t.fifo) {
+		old := t.fifo[t.head]
+		live := t.keys[old.key] == old
+		if live && (old.state != answered || now < old.expires) {
+			if len(t.keys) < t.opts.MaxKeys {
+				break
+			}
+			t.stats.Evicted++
+		}
+		if live {
+			delete(t.keys, old.key)
+		}
+		t.fifo[t.head] = nil
+		t.head++
+	}
+	if t.head > len(t.fifo)/2 && t.head > 1024 {
+		t.fifo = append(t.fifo[:0], t.fifo[t.head:]...)
+		t.head = 0
+	}
+	t.keys[e.key] = e
+	t.fifo = append(t.fifo, e)
+}
+
+// Stats returns the table's counters.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.stats
+	s.Keys = len(t.keys)
+	return s
+}

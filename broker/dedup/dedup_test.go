@@ -1,0 +1,209 @@
+package dedup
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// clock is a settable test clock.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+func newTable(t *testing.T, maxKeys int) (*Table, *clock) {
+	c := &clock{}
+	c.ns.Store(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC).UnixNano())
+	tb, err := New(Options{MaxKeys: maxKeys, Now: c.now})
+	require.NoError(t, err)
+	return tb, c
+}
+
+func TestClaimCompleteDuplicate(t *testing.T) {
+	tb, c := newTable(t, 100)
+	ctx := context.Background()
+	_, dup, tk, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	require.NoError(t, err)
+	require.False(t, dup)
+	first := Answer{Code: 0, MsgID: "ID1", QueueID: 2, QueueOffset: 7, TransactionID: "k1"}
+	tk.Complete(first)
+
+	ans, dup, tk2, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Nil(t, tk2)
+	require.Equal(t, first, ans)
+
+	// The same key on another topic is another message.
+	_, dup, tk3, err := tb.Claim(ctx, "U", "k1", time.Minute)
+	require.NoError(t, err)
+	require.False(t, dup)
+	tk3.Complete(Answer{MsgID: "ID2"})
+
+	// Past the window the key is new again.
+	c.add(time.Minute)
+	_, dup, tk4, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	require.NoError(t, err)
+	require.False(t, dup)
+	tk4.Abort()
+	require.Equal(t, uint64(1), tb.Stats().Duplicates)
+}
+
+func TestAbortForgetsTheKey(t *testing.T) {
+	tb, _ := newTable(t, 100)
+	ctx := context.Background()
+	_, _, tk, err := tb.Claim(ctx, "T", "k", time.Minute)
+	require.NoError(t, err)
+	tk.Abort()
+	tk.Complete(Answer{MsgID: "late"}) // no effect after Abort
+	_, dup, tk, err := tb.Claim(ctx, "T", "k", time.Minute)
+	require.NoError(t, err)
+	require.False(t, dup, "an aborted send stored nothing: its retry is new")
+	tk.Complete(Answer{MsgID: "stored"})
+	ans, dup, _, err := tb.Claim(ctx, "T", "k", time.Minute)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, "stored", ans.MsgID)
+}
+
+// TestConcurrentClaimsStoreOnce races many sends of the same keys: each key is owned by
+// exactly one of them, and every other one gets that owner's answer.
+func TestConcurrentClaimsStoreOnce(t *testing.T) {
+	tb, _ := newTable(t, 10_000)
+	const keys, senders = 50, 8
+	var stored [keys]atomic.Int32
+	answers := make([][senders]string, keys)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			for k := range keys {
+				key := strconv.Itoa(k)
+				ans, dup, tk, err := tb.Claim(context.Background(), "T", key, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !dup {
+					stored[k].Add(1)
+					ans = Answer{MsgID: key + "/" + strconv.Itoa(s)}
+					tk.Complete(ans)
+				}
+				answers[k][s] = ans.MsgID
+			}
+		})
+	}
+	wg.Wait()
+	for k := range keys {
+		require.Equal(t, int32(1), stored[k].Load(), "key %d stored once", k)
+		for s := range senders {
+			require.Equal(t, answers[k][0], answers[k][s], "key %d: every sender got the owner's answer", k)
+		}
+	}
+}
+
+func TestClaimWaitsForAPendingSend(t *testing.T) {
+	tb, _ := newTable(t, 100)
+	_, _, owner, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+	require.NoError(t, err)
+
+	// A waiter gives up with its context.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, _, err = tb.Claim(ctx, "T", "k", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+
+	got := make(chan Answer, 1)
+	go func() {
+		ans, dup, _, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+		if err == nil && dup {
+			got <- ans
+		}
+		close(got)
+	}()
+	owner.Complete(Answer{MsgID: "first"})
+	require.Equal(t, "first", (<-got).MsgID)
+}
+
+func TestMaxKeysDropsTheOldest(t *testing.T) {
+	tb, _ := newTable(t, 3)
+	ctx := context.Background()
+	for i := range 5 {
+		_, _, tk, err := tb.Claim(ctx, "T", strconv.Itoa(i), time.Hour)
+		require.NoError(t, err)
+		tk.Complete(Answer{MsgID: strconv.Itoa(i)})
+	}
+	st := tb.Stats()
+	require.Equal(t, 3, st.Keys)
+	require.Equal(t, uint64(2), st.Evicted)
+	_, dup, tk, err := tb.Claim(ctx, "T", "0", time.Hour)
+	require.NoError(t, err)
+	require.False(t, dup, "the oldest key was dropped")
+	tk.Abort()
+	_, dup, _, err = tb.Claim(ctx, "T", "4", time.Hour)
+	require.NoError(t, err)
+	require.True(t, dup, "the newest key is kept")
+}
+
+func TestExpiredKeysAreDropped(t *testing.T) {
+	tb, c := newTable(t, 1000)
+	ctx := context.Background()
+	for i := range 100 {
+		_, _, tk, err := tb.Claim(ctx, "T", strconv.Itoa(i), time.Second)
+		require.NoError(t, err)
+		tk.Complete(Answer{})
+	}
+	c.add(2 * time.Second)
+	_, _, tk, err := tb.Claim(ctx, "T", "new", time.Second)
+	require.NoError(t, err)
+	tk.Complete(Answer{})
+	st := tb.Stats()
+	require.Equal(t, 1, st.Keys, "keys past their window are gone")
+	require.Zero(t, st.Evicted, "expiry is not eviction")
+}
+
+func TestRemember(t *testing.T) {
+	tb, c := newTable(t, 100)
+	tb.Remember("T", "old", time.Minute, c.now().Add(-2*time.Minute), Answer{MsgID: "gone"})
+	tb.Remember("T", "k", time.Minute, c.now().Add(-30*time.Second), Answer{MsgID: "kept", QueueOffset: 3})
+	tb.Remember("T", "k", time.Minute, c.now(), Answer{MsgID: "second"})
+	require.Equal(t, 1, tb.Stats().Keys)
+	ans, dup, _, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, Answer{MsgID: "kept", QueueOffset: 3}, ans)
+	c.add(31 * time.Second)
+	_, dup, _, err = tb.Claim(context.Background(), "T", "k", time.Minute)
+	require.NoError(t, err)
+	require.False(t, dup, "the window counts from the stored time")
+}
+
+func TestOptionsValidate(t *testing.T) {
+	require.NoError(t, DefaultOptions().Validate())
+	_, err := New(Options{})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+}
+
+func BenchmarkClaimComplete(b *testing.B) {
+	tb, err := New(DefaultOptions())
+	require.NoError(b, err)
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = strconv.FormatInt(int64(i)*7919, 16) + "0123456789ABCDEF0123456789"
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_, dup, tk, err := tb.Claim(ctx, "bench", keys[i&(len(keys)-1)]+strconv.Itoa(i>>16), time.Minute)
+		if err != nil || dup {
+			b.Fatal(err, dup)
+		}
+		tk.Complete(Answer{MsgID: "x", QueueOffset: int64(i)})
+		i++
+	}
+}
