@@ -17,6 +17,8 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/remoting"
 )
 
 // What continues on the new master after an automatic failover (issue 21, "What
@@ -90,7 +92,9 @@ func (o *foOrdered) outOfOrder() []string {
 //     locks on the new master (the old one is gone);
 //   - the pending transaction is checked back (the checker answers commit once the
 //     master is dead) and its message is delivered, stored by the new master;
-//   - the delayed message is delivered when due, put back by the new master.
+//   - the delayed message is delivered when due, put back by the new master;
+//   - a topic's dedup window holds: a retry of a message stored before the kill is
+//     answered by the new master with the first send's queue and offset, and not stored.
 func TestFailoverContinuesOnNewMaster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes; -short")
@@ -222,6 +226,21 @@ func TestFailoverContinuesOnNewMaster(t *testing.T) {
 	_, err = dp.Send(context.Background(), dm)
 	require.NoError(t, err)
 
+	// A message to a topic with a dedup window, on every broker of the group before the kill.
+	const dedupTopic = "FoDedup"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	require.NoError(t, newClient().Admin().CreateTopic(ctx, client.TopicConfig{Name: dedupTopic,
+		Attributes: map[string]string{"dedupWindow": "10m"}}, client.Target{}))
+	cancel()
+	c.waitTopicEverywhere(t, foGroup, dedupTopic)
+	first, err := dp.Send(context.Background(), message.NewMessage(dedupTopic, []byte("once")))
+	require.NoError(t, err)
+	for _, b := range c.groupBrokers(foGroup) {
+		haEventually(t, 30*time.Second, b.proc, func() bool {
+			return foMaxOffset(c, b.listen, dedupTopic, first.QueueID) > first.QueueOffset
+		}, b.name+" holds the deduplicated message")
+	}
+
 	old := c.master(v)
 	killed.Store(true)
 	killedAt := time.Now()
@@ -235,6 +254,11 @@ func TestFailoverContinuesOnNewMaster(t *testing.T) {
 	haEventually(t, 60*time.Second, c.ns, func() bool { tx, ok = deliveredAs("pending"); return ok }, "the pending transaction committed and delivered")
 	require.Equal(t, nm.listen, tx.store, "the commit was stored by the new master")
 	require.Positive(t, checksAfter.Load(), "checked back after the kill")
+
+	retry := foResend(t, c, nm.listen, dedupTopic, first.MsgID)
+	require.Equal(t, first.QueueID, retry.QueueID, "the retry is answered with the first send's queue")
+	require.Equal(t, first.QueueOffset, retry.QueueOffset, "and offset")
+	require.Equal(t, first.QueueOffset+1, foMaxOffset(c, nm.listen, dedupTopic, first.QueueID), "and not stored")
 
 	var dl delivered
 	haEventually(t, 60*time.Second, c.ns, func() bool { dl, ok = deliveredAs("delayed"); return ok }, "the delayed message delivered")
@@ -285,4 +309,42 @@ func TestFailoverContinuesOnNewMaster(t *testing.T) {
 	}
 	t.Logf("%d ordered messages over %d keys consumed in order; transaction committed via %s; delayed message delivered after %v",
 		total, foContinueKeys, tx.store, dl.stored.Sub(dl.born).Round(time.Millisecond))
+}
+
+// foMaxOffset is a queue's GET_MAX_OFFSET on the broker at addr, -1 when it cannot say.
+func foMaxOffset(c *foCluster, addr, topic string, queueID int32) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(int16(protocol.GetMaxOffset),
+		map[string]string{"topic": topic, "queueId": strconv.Itoa(int(queueID))}))
+	if err != nil || resp.Code != int16(protocol.Success) {
+		return -1
+	}
+	v, _ := resp.ExtFields.Get("offset")
+	off, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return off
+}
+
+// foResend sends a message carrying UNIQ_KEY uniqKey to topic on the broker at addr with
+// a raw SEND_MESSAGE_V2 (a client's retry) and returns the answer's header.
+func foResend(t *testing.T, c *foCluster, addr, topic, uniqKey string) protocol.SendMessageResponseHeader {
+	t.Helper()
+	props, err := message.EncodeProperties(map[string]string{message.PropertyUniqKey: uniqKey})
+	require.NoError(t, err)
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "fo-dedup-raw", Topic: topic, DefaultTopic: "TBW102",
+		QueueID: -1, BornTimestamp: time.Now().UnixMilli(), Properties: string(props)}
+	req := remoting.NewRequestExt(int16(protocol.SendMessageV2), nil)
+	h.EncodeExtV2(&req.ExtFields)
+	req.Body = []byte("once")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, req)
+	require.NoError(t, err)
+	require.Equal(t, int16(protocol.Success), resp.Code, resp.Remark)
+	var rh protocol.SendMessageResponseHeader
+	require.NoError(t, rh.DecodeExt(resp.ExtFields))
+	return rh
 }
