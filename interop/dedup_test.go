@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/broker"
+	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
@@ -38,9 +39,15 @@ func runtimeInfo(t *testing.T, addr, key string) string {
 	return kv.Table[key]
 }
 
-// storedCopies counts the records of topic whose UNIQ_KEY is key.
+// storedCopies counts the records of topic whose UNIQ_KEY is key, once the broker has
+// indexed everything it stored so far.
 func storedCopies(t *testing.T, c *testutil.Cluster, topic, key string) int {
 	t.Helper()
+	st := c.Broker.Store()
+	_, end := st.CommitLogRange()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, st.WaitDispatched(ctx, end))
 	code, recs := newRaw(t, c.BrokerAddr).queryByKey(topic, key, true)
 	if code == protocol.QueryNotFound {
 		return 0
@@ -79,8 +86,8 @@ func topicAttributes(t *testing.T, c *testutil.Cluster, topic string) map[string
 }
 
 // TestDedupWindowStoresRetriesOnce loses the answer of a stored send between the broker
-// and the official client (a fault-injecting proxy the broker advertises): the client
-// retries with the same UNIQ_KEY. A topic with a dedup window stores the message once and
+// and a client (a fault-injecting proxy the broker advertises), Ferry's and then the
+// official one: the client retries with the same UNIQ_KEY. A topic with a dedup window stores the message once and
 // answers the retry with the first result; a topic without one stores it twice (the fault
 // is real). After a restart the window is still there: a third send of the key stores
 // nothing.
@@ -109,9 +116,26 @@ func TestDedupWindowStoresRetriesOnce(t *testing.T) {
 		return res
 	}
 
+	// Ferry's client: its retry of an unanswered send keeps the message's UNIQ_KEY too.
+	fc, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithInstanceName(instance("dedup-ferry")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fc.Close() })
+	fp, err := fc.NewProducer("dedup-ferry-producer")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fp.Close() })
+	_, err = fp.Send(context.Background(), message.NewMessage("DedupTopic", []byte("warm-up")))
+	require.NoError(t, err)
+	cuts := proxy.RepliesCut()
+	proxy.CutReplies(1)
+	fres, err := fp.Send(context.Background(), message.NewMessage("DedupTopic", []byte("exactly once, ferry")))
+	require.NoError(t, err, "the client's retry succeeds")
+	require.Equal(t, cuts+1, proxy.RepliesCut(), "one answer was lost")
+	require.Equal(t, 1, storedCopies(t, c, "DedupTopic", fres.MsgID), "stored once")
+	require.Equal(t, "1", runtimeInfo(t, c.BrokerAddr, "ferryDedupDuplicates"))
+
 	res := send("DedupTopic")
 	require.Equal(t, 1, storedCopies(t, c, "DedupTopic", res.MsgID), "stored once")
-	require.Equal(t, "1", runtimeInfo(t, c.BrokerAddr, "ferryDedupDuplicates"))
+	require.Equal(t, "2", runtimeInfo(t, c.BrokerAddr, "ferryDedupDuplicates"))
 	plain := send("PlainTopic")
 	require.Equal(t, 2, storedCopies(t, c, "PlainTopic", plain.MsgID), "without a window the retry is stored again")
 
