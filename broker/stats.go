@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
+	traffic "github.com/ferrymq/ferry/broker/stats"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -248,6 +249,26 @@ func (h *statsHandler) handleRuntimeInfo(_ context.Context, _ remoting.Channel, 
 	return bodyResponse(req, body, err)
 }
 
+// handleViewStats serves VIEW_BROKER_STATS_DATA: one statistic of a topic or a
+// (topic, group) over the last minute, hour and day (package broker/stats). A statistic
+// never counted is answered SYSTEM_ERROR, as RocketMQ does.
+func (h *statsHandler) handleViewStats(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var rh protocol.ViewBrokerStatsDataRequestHeader
+	if err := rh.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
+	}
+	var d protocol.BrokerStatsData
+	ok := false
+	if h.rates.traffic != nil {
+		d, ok = h.rates.traffic.Lookup(rh.StatsName, rh.StatsKey)
+	}
+	if !ok {
+		return nil, fail(protocol.SystemError, "The stats <%s> <%s> not exist", rh.StatsName, rh.StatsKey)
+	}
+	body, err := protocol.EncodeBrokerStatsData(&d)
+	return bodyResponse(req, body, err)
+}
+
 // bodyResponse answers SUCCESS with an encoded body, or the encoding error.
 func bodyResponse(req *remoting.Command, body []byte, err error) (*remoting.Command, error) {
 	if err != nil {
@@ -314,7 +335,26 @@ func (r *rateBuckets) tpsTriple(now time.Time) string {
 // brokerRates counts the messages the broker stores and serves.
 type brokerRates struct {
 	puts, gets rateBuckets
-	damage     func() map[string]string // the store's damage counters, as runtime-info keys
+	// traffic keeps the per-topic and per-group figures of VIEW_BROKER_STATS_DATA; nil
+	// in some unit tests.
+	traffic *traffic.Stats
+	damage  func() map[string]string // the store's damage counters, as runtime-info keys
+}
+
+// put counts a send request that stored n messages of size bytes in topic.
+func (r *brokerRates) put(topic string, n int, size int64) {
+	r.puts.add(int64(n))
+	if r.traffic != nil {
+		r.traffic.Put(topic, n, size)
+	}
+}
+
+// get counts a pull answer that handed group n messages of size bytes of topic.
+func (r *brokerRates) get(topic, group string, n int, size int64) {
+	r.gets.add(int64(n))
+	if r.traffic != nil {
+		r.traffic.Get(topic, group, n, size)
+	}
 }
 
 func newBrokerRates(now func() time.Time, damage func() map[string]string) *brokerRates {
