@@ -117,7 +117,7 @@ func (h *statsHandler) handleConsumeStats(ctx context.Context, _ remoting.Channe
 		topics = slices.DeleteFunc(topics, func(t string) bool { return !grant.MayTopic(t, acl.PermSub) })
 	}
 	stats := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{},
-		ConsumeTps: h.rates.groupGetTps(rh.ConsumerGroup)}
+		ConsumeTps: h.rates.groupGetTps(rh.ConsumerGroup, topics)}
 	for _, topic := range topics {
 		cfg, ok := h.topics.Get(topic)
 		if !ok {
@@ -363,9 +363,30 @@ func newBrokerRates(now func() time.Time, damage func() map[string]string) *brok
 	return r
 }
 
-// topicPutTps and groupGetTps are not kept per topic and group yet: the broker-wide rate.
-func (r *brokerRates) topicPutTps(string) float64 { return r.puts.rate(r.puts.now(), 10) }
-func (r *brokerRates) groupGetTps(string) float64 { return r.gets.rate(r.gets.now(), 10) }
+// topicPutTps is topic's put rate over the last minute (its TOPIC_PUT_NUMS figure); the
+// broker-wide rate of the last 10 s when no per-topic figures are kept (unit tests).
+func (r *brokerRates) topicPutTps(topic string) float64 {
+	if r.traffic == nil {
+		return r.puts.rate(r.puts.now(), 10)
+	}
+	d, _ := r.traffic.Lookup(protocol.StatsTopicPutNums, topic) // nothing counted: 0
+	return d.StatsMinute.TPS
+}
+
+// groupGetTps is group's get rate from topics over the last minute (the sum of its
+// GROUP_GET_NUMS figures); the broker-wide rate of the last 10 s when no per-group figures
+// are kept (unit tests).
+func (r *brokerRates) groupGetTps(group string, topics []string) float64 {
+	if r.traffic == nil {
+		return r.gets.rate(r.gets.now(), 10)
+	}
+	var tps float64
+	for _, t := range topics {
+		d, _ := r.traffic.Lookup(protocol.StatsGroupGetNums, t+protocol.StatsKeySeparator+group)
+		tps += d.StatsMinute.TPS
+	}
+	return tps
+}
 
 // extra are Ferry's own runtime-info keys.
 func (r *brokerRates) extra() map[string]string {

@@ -76,6 +76,18 @@ func TestViewBrokerStatsData(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, d.StatsMinute.Sum, int64(40), "4 bodies of 10 bytes, and the records around them")
 
+	// GET_TOPIC_STATS_INFO and GET_CONSUME_STATS carry the minute's rates.
+	resp = call(t, rc, c.BrokerAddr, protocol.GetTopicStatsInfo, &protocol.GetTopicStatsInfoRequestHeader{Topic: "ViewStatsT"}, nil)
+	ts, err := protocol.DecodeTopicStatsTable(resp.Body)
+	require.NoError(t, err)
+	require.Positive(t, ts.TopicPutTps)
+	cs, err := cl.Admin().ConsumeStats(context.Background(), "ViewStatsCG", "ViewStatsT")
+	require.NoError(t, err)
+	require.Positive(t, cs.ConsumeTPS)
+	cs, err = cl.Admin().ConsumeStats(context.Background(), "ViewStatsNobody", "ViewStatsT")
+	require.NoError(t, err)
+	require.Zero(t, cs.ConsumeTPS, "a group that got nothing")
+
 	resp = view(protocol.StatsTopicPutNums, "NeverSent")
 	require.Equal(t, int16(protocol.SystemError), resp.Code)
 	require.Equal(t, "The stats <TOPIC_PUT_NUMS> <NeverSent> not exist", resp.Remark)
