@@ -145,6 +145,7 @@ func Rules() []Rule {
 		admin(c(protocol.GetConsumerRunningInfo), "GET_CONSUMER_RUNNING_INFO", true),
 		admin(c(protocol.GetAllTopicListFromNameServer), "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", true),
 		admin(c(protocol.GetBrokerEpochCache), "GET_BROKER_EPOCH_CACHE", true),
+		admin(c(protocol.ViewBrokerStatsData), "VIEW_BROKER_STATS_DATA", true),
 		// The controller (controller.aclEnable): every request of brokers and tools.
 		admin(c(protocol.BrokerHeartbeat), "BROKER_HEARTBEAT", true),
 		admin(c(protocol.ControllerAlterSyncStateSet), "CONTROLLER_ALTER_SYNC_STATE_SET", true),

@@ -400,6 +400,8 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 			&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: sharedGroup, ClientID: adminClient}, nil)}},
 		protocol.GetBrokerEpochCache: {{name: "epoch cache", want: denied, adminSees: true, adminMark: "epochList",
 			req: fixed(protocol.GetBrokerEpochCache, nil, nil)}},
+		protocol.ViewBrokerStatsData: {{name: "traffic of the secret topic", want: denied, adminSees: true, adminMark: "statsMinute",
+			req: fixed(protocol.ViewBrokerStatsData, &protocol.ViewBrokerStatsDataRequestHeader{StatsName: protocol.StatsTopicPutNums, StatsKey: secretTopic}, nil)}},
 		// Name server.
 		protocol.RegisterBroker: {{name: "register", ns: true, want: denied, req: fixed(protocol.RegisterBroker,
 			&protocol.RegisterBrokerRequestHeader{BrokerName: "broker-a", BrokerAddr: "127.0.0.1:1", ClusterName: "DefaultCluster", HAServerAddr: "127.0.0.1:2"}, nil)}},

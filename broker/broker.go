@@ -28,6 +28,7 @@ import (
 	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
+	traffic "github.com/ferrymq/ferry/broker/stats"
 	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
@@ -166,7 +167,13 @@ func New(opts Options) (*Broker, error) {
 	if b.dedup, err = dedup.New(do); err != nil {
 		return nil, errors.Join(fmt.Errorf("broker: %w", err), nsrv.Close(), b.closeParts(context.Background()), b.closeACL())
 	}
-	b.buildHandlers()
+	to := traffic.DefaultOptions()
+	to.Clock = opts.Clock
+	tr, err := traffic.New(to)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("broker: %w", err), nsrv.Close(), b.closeParts(context.Background()), b.closeACL())
+	}
+	b.buildHandlers(tr)
 	if opts.Role != RoleSlave { // a slave stores no sends; promoted, it is a new Broker
 		start := time.Now()
 		n, err := b.fillDedup(b.dedup)
@@ -247,11 +254,13 @@ func (b *Broker) openParts() error {
 	return nil
 }
 
-// buildHandlers builds the request families from the parts.
-func (b *Broker) buildHandlers() {
+// buildHandlers builds the request families from the parts; tr keeps the traffic
+// statistics (VIEW_BROKER_STATS_DATA).
+func (b *Broker) buildHandlers(tr *traffic.Stats) {
 	o := &b.opts
 	notify := &notifier{clients: b.clients, conns: b.conns, log: b.log}
 	b.rates = newBrokerRates(o.Clock, b.damageInfo)
+	b.rates.traffic = tr
 	sql := newSQLFilters(o.EnablePropertyFilter)
 	var counts *meters // nil: the hot paths count nothing
 	if o.MetricsEnable {
@@ -388,6 +397,7 @@ func (b *Broker) Start(ln net.Listener) error {
 	}
 	b.serving.Store(true)
 	b.wg.Go(func() { b.polls.run(b.stop) })
+	b.wg.Go(func() { b.rates.traffic.Run(b.ctx) })
 	b.wg.Go(func() { b.client.expire(b.stop) })
 	b.wg.Go(func() { b.reg.run(b.ctx) })
 	if b.sync != nil {

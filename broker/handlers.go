@@ -73,6 +73,7 @@ func (b *Broker) registerHandlers() error {
 		{protocol.QueryTopicConsumeByWho, poolAdmin, b.stats.handleConsumeByWho, false, served},
 		{protocol.GetBrokerConfig, poolAdmin, b.stats.handleBrokerConfig, false, served},
 		{protocol.GetBrokerRuntimeInfo, poolAdmin, b.stats.handleRuntimeInfo, false, served},
+		{protocol.ViewBrokerStatsData, poolAdmin, b.stats.handleViewStats, false, served},
 		{protocol.InvokeBrokerToResetOffset, poolAdmin, b.calls.handleResetOffset, false, served},
 		{protocol.ConsumeMessageDirectly, poolAdmin, b.calls.handleConsumeDirectly, false, served},
 		{protocol.GetConsumerRunningInfo, poolAdmin, b.calls.handleRunningInfo, false, served},

@@ -174,7 +174,7 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 	rh.EncodeExt(&resp.ExtFields)
 	if code == protocol.Success {
 		if pl.rates != nil {
-			pl.rates.gets.add(int64(len(r.Messages)))
+			pl.rates.get(h.Topic, h.ConsumerGroup, len(r.Messages), int64(r.Bytes))
 		}
 		if pl.counts != nil {
 			pl.counts.countOut(h.Topic, h.ConsumerGroup, h.QueueID, len(r.Messages), int64(r.Bytes), next)

@@ -153,7 +153,7 @@ func (r *replier) storeReply(ctx context.Context, ch remoting.Channel, h *protoc
 		return "", 0, err
 	}
 	if s.rates != nil {
-		s.rates.puts.add(int64(res.Count))
+		s.rates.put(h.Topic, res.Count, int64(res.Bytes))
 	}
 	s.repl.afterPut(ctx, res.NextOffset(), false, protocol.Success)
 	return s.offsetMsgIDs(recs, res), res.QueueOffset, nil

@@ -187,7 +187,7 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 		return nil, storeError(err)
 	}
 	if s.rates != nil {
-		s.rates.puts.add(int64(res.Count))
+		s.rates.put(h.Topic, res.Count, int64(res.Bytes))
 	}
 	if s.counts != nil {
 		s.counts.countIn(h.Topic, res.Count, int64(res.Bytes))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/clients"
+	traffic "github.com/ferrymq/ferry/broker/stats"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -116,7 +117,7 @@ func (h *statsHandler) handleConsumeStats(ctx context.Context, _ remoting.Channe
 		topics = slices.DeleteFunc(topics, func(t string) bool { return !grant.MayTopic(t, acl.PermSub) })
 	}
 	stats := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{},
-		ConsumeTps: h.rates.groupGetTps(rh.ConsumerGroup)}
+		ConsumeTps: h.rates.groupGetTps(rh.ConsumerGroup, topics)}
 	for _, topic := range topics {
 		cfg, ok := h.topics.Get(topic)
 		if !ok {
@@ -248,6 +249,26 @@ func (h *statsHandler) handleRuntimeInfo(_ context.Context, _ remoting.Channel, 
 	return bodyResponse(req, body, err)
 }
 
+// handleViewStats serves VIEW_BROKER_STATS_DATA: one statistic of a topic or a
+// (topic, group) over the last minute, hour and day (package broker/stats). A statistic
+// never counted is answered SYSTEM_ERROR, as RocketMQ does.
+func (h *statsHandler) handleViewStats(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var rh protocol.ViewBrokerStatsDataRequestHeader
+	if err := rh.DecodeExt(req.ExtFields); err != nil {
+		return nil, fail(protocol.InvalidParameter, "decode header: %v", err)
+	}
+	var d protocol.BrokerStatsData
+	ok := false
+	if h.rates.traffic != nil {
+		d, ok = h.rates.traffic.Lookup(rh.StatsName, rh.StatsKey)
+	}
+	if !ok {
+		return nil, fail(protocol.SystemError, "The stats <%s> <%s> not exist", rh.StatsName, rh.StatsKey)
+	}
+	body, err := protocol.EncodeBrokerStatsData(&d)
+	return bodyResponse(req, body, err)
+}
+
 // bodyResponse answers SUCCESS with an encoded body, or the encoding error.
 func bodyResponse(req *remoting.Command, body []byte, err error) (*remoting.Command, error) {
 	if err != nil {
@@ -314,7 +335,26 @@ func (r *rateBuckets) tpsTriple(now time.Time) string {
 // brokerRates counts the messages the broker stores and serves.
 type brokerRates struct {
 	puts, gets rateBuckets
-	damage     func() map[string]string // the store's damage counters, as runtime-info keys
+	// traffic keeps the per-topic and per-group figures of VIEW_BROKER_STATS_DATA; nil
+	// in some unit tests.
+	traffic *traffic.Stats
+	damage  func() map[string]string // the store's damage counters, as runtime-info keys
+}
+
+// put counts a send request that stored n messages of size bytes in topic.
+func (r *brokerRates) put(topic string, n int, size int64) {
+	r.puts.add(int64(n))
+	if r.traffic != nil {
+		r.traffic.Put(topic, n, size)
+	}
+}
+
+// get counts a pull answer that handed group n messages of size bytes of topic.
+func (r *brokerRates) get(topic, group string, n int, size int64) {
+	r.gets.add(int64(n))
+	if r.traffic != nil {
+		r.traffic.Get(topic, group, n, size)
+	}
 }
 
 func newBrokerRates(now func() time.Time, damage func() map[string]string) *brokerRates {
@@ -323,9 +363,30 @@ func newBrokerRates(now func() time.Time, damage func() map[string]string) *brok
 	return r
 }
 
-// topicPutTps and groupGetTps are not kept per topic and group yet: the broker-wide rate.
-func (r *brokerRates) topicPutTps(string) float64 { return r.puts.rate(r.puts.now(), 10) }
-func (r *brokerRates) groupGetTps(string) float64 { return r.gets.rate(r.gets.now(), 10) }
+// topicPutTps is topic's put rate over the last minute (its TOPIC_PUT_NUMS figure); the
+// broker-wide rate of the last 10 s when no per-topic figures are kept (unit tests).
+func (r *brokerRates) topicPutTps(topic string) float64 {
+	if r.traffic == nil {
+		return r.puts.rate(r.puts.now(), 10)
+	}
+	d, _ := r.traffic.Lookup(protocol.StatsTopicPutNums, topic) // nothing counted: 0
+	return d.StatsMinute.TPS
+}
+
+// groupGetTps is group's get rate from topics over the last minute (the sum of its
+// GROUP_GET_NUMS figures); the broker-wide rate of the last 10 s when no per-group figures
+// are kept (unit tests).
+func (r *brokerRates) groupGetTps(group string, topics []string) float64 {
+	if r.traffic == nil {
+		return r.gets.rate(r.gets.now(), 10)
+	}
+	var tps float64
+	for _, t := range topics {
+		d, _ := r.traffic.Lookup(protocol.StatsGroupGetNums, t+protocol.StatsKeySeparator+group)
+		tps += d.StatsMinute.TPS
+	}
+	return tps
+}
 
 // extra are Ferry's own runtime-info keys.
 func (r *brokerRates) extra() map[string]string {

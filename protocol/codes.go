@@ -129,6 +129,8 @@ const (
 	ConsumeMessageDirectly RequestCode = 309 // CONSUME_MESSAGE_DIRECTLY
 	// SendMessageV2 (SEND_MESSAGE_V2) sends one message (V2 short-name header).
 	SendMessageV2 RequestCode = 310 // SEND_MESSAGE_V2
+	// ViewBrokerStatsData (VIEW_BROKER_STATS_DATA) reads one statistic's minute, hour and day figures (tools).
+	ViewBrokerStatsData RequestCode = 315 // VIEW_BROKER_STATS_DATA
 	// UpdateNamesrvConfig (UPDATE_NAMESRV_CONFIG) updates name-server properties (tools).
 	UpdateNamesrvConfig RequestCode = 318 // UPDATE_NAMESRV_CONFIG
 	// GetNamesrvConfig (GET_NAMESRV_CONFIG) returns name-server properties (tools).

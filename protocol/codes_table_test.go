@@ -73,6 +73,7 @@ var allRequestCodes = []struct {
 	{GetConsumerRunningInfo, "GET_CONSUMER_RUNNING_INFO", 307},
 	{ConsumeMessageDirectly, "CONSUME_MESSAGE_DIRECTLY", 309},
 	{SendMessageV2, "SEND_MESSAGE_V2", 310},
+	{ViewBrokerStatsData, "VIEW_BROKER_STATS_DATA", 315},
 	{UpdateNamesrvConfig, "UPDATE_NAMESRV_CONFIG", 318},
 	{GetNamesrvConfig, "GET_NAMESRV_CONFIG", 319},
 	{SendBatchMessage, "SEND_BATCH_MESSAGE", 320},

@@ -59,6 +59,12 @@ func moreHeaderCases() []headerCase {
 			typed:    []string{"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"},
 		},
 		{
+			name:     "ViewBrokerStatsDataRequestHeader",
+			full:     &ViewBrokerStatsDataRequestHeader{StatsName: StatsGroupGetNums, StatsKey: "T@g"},
+			fresh:    func() Header { return new(ViewBrokerStatsDataRequestHeader) },
+			required: []string{"statsName", "statsKey"},
+		},
+		{
 			name:     "ViewMessageRequestHeader",
 			full:     &ViewMessageRequestHeader{Offset: 123456, Topic: "T"},
 			fresh:    func() Header { return new(ViewMessageRequestHeader) },

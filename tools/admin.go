@@ -19,8 +19,10 @@ import (
 
 // adminCommands returns the administration command groups.
 func adminCommands(e *env) []*cobra.Command {
+	msg := newMessageCommand(e)
+	msg.AddCommand(newMessageListCommand(e))
 	return []*cobra.Command{newClusterCommand(e), newBrokerCommand(e), newTopicCommand(e),
-		newGroupCommand(e), newConsumerCommand(e), newProducerCommand(e), newMessageCommand(e)}
+		newGroupCommand(e), newConsumerCommand(e), newProducerCommand(e), msg, newDLQCommand(e)}
 }
 
 // withAdmin runs fn with an admin API on a fresh client.
@@ -373,7 +375,8 @@ func newTopicCommand(e *env) *cobra.Command {
 		},
 	}
 	withTopic(status)
-	return group("topic", "Create, change, delete and inspect topics", create, update, del, list, route, status)
+	return group("topic", "Create, change, delete and inspect topics", create, update, del, list, route, status,
+		newTopicStatsCommand(e))
 }
 
 func newGroupCommand(e *env) *cobra.Command {
@@ -468,7 +471,8 @@ func newGroupCommand(e *env) *cobra.Command {
 		},
 	}
 	list.Flags().StringVarP(&brokerForList, "broker", "b", "", "broker name or address (default: the only broker)")
-	return group("group", "Consumer group configs", save("create"), save("update"), del, list)
+	return group("group", "Consumer group configs and traffic", save("create"), save("update"), del, list,
+		newGroupStatsCommand(e))
 }
 
 // progressOut is consumer progress's output.
@@ -617,7 +621,7 @@ func newConsumerCommand(e *env) *cobra.Command {
 	reset.Flags().BoolVar(&toEarliest, "to-earliest", false, "the oldest stored message")
 	reset.Flags().BoolVar(&toLatest, "to-latest", false, "the end: skip everything stored")
 	return group("consumer", "Consumer groups at work: lag, connections, offset resets, running state",
-		progress, connections, reset, newRunningInfoCommand(e))
+		progress, connections, reset, newRunningInfoCommand(e), newCloneOffsetsCommand(e))
 }
 
 func newProducerCommand(e *env) *cobra.Command {
