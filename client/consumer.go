@@ -311,11 +311,16 @@ type subscription struct {
 	codes   []int32
 	version int64
 	retry   bool
+	typ     protocol.ExpressionType // "" (TAG) or SQL92 (sql92.go)
 }
 
-// newSubscription parses a TAG expression: "*" (or empty) or tags joined by "||".
+// newSubscription parses a TAG expression: "*" (or empty) or tags joined by "||"; or an
+// expression SQL92 made.
 func newSubscription(topic, expr string, retry bool) (*subscription, error) {
 	s := &subscription{topic: topic, expr: protocol.SubscribeAll, version: time.Now().UnixMilli(), retry: retry}
+	if sql, ok := cutSQL92(expr); ok {
+		return newSQL92Subscription(topic, sql, s)
+	}
 	expr = strings.TrimSpace(expr)
 	if expr == "" || expr == protocol.SubscribeAll {
 		return s, nil
@@ -338,7 +343,7 @@ func newSubscription(topic, expr string, retry bool) (*subscription, error) {
 // data is the heartbeat form of s.
 func (s *subscription) data() protocol.SubscriptionData {
 	return protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, TagsSet: s.tags,
-		CodeSet: protocol.CodeSet(s.codes), SubVersion: s.version, ExpressionType: protocol.ExpressionTag}
+		CodeSet: protocol.CodeSet(s.codes), SubVersion: s.version, ExpressionType: s.exprType()}
 }
 
 // matches reports whether a message with tags passes the subscription (the broker
@@ -484,6 +489,10 @@ func (pc *PushConsumer) Group() string { return pc.group }
 // cannot be created or its file read; a topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (pc *PushConsumer) Start(ctx context.Context) error {
+	// A refused SQL92 subscription fails Start (sql92.go); no lock is held across it.
+	if err := pc.c.checkSubscriptions(ctx, pc.group, pc.subs); err != nil {
+		return err
+	}
 	pc.mu.Lock()
 	switch pc.mu.state {
 	case consumerStarted:

@@ -266,6 +266,16 @@ func (lc *LitePullConsumer) Assign(queues ...MessageQueue) error {
 // (every second at first) until it does.
 func (lc *LitePullConsumer) Start(ctx context.Context) error {
 	lc.mu.Lock()
+	subs := make([]*subscription, 0, len(lc.mu.subs))
+	for _, s := range lc.mu.subs {
+		subs = append(subs, s)
+	}
+	lc.mu.Unlock()
+	// A refused SQL92 subscription fails Start (sql92.go); no lock is held across it.
+	if err := lc.c.checkSubscriptions(ctx, lc.group, subs); err != nil {
+		return err
+	}
+	lc.mu.Lock()
 	switch lc.mu.state {
 	case consumerStarted:
 		lc.mu.Unlock()

@@ -359,9 +359,8 @@ func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
 	}
 	props = message.AppendPair(props, message.PropertyUniqKey, []byte(out.uniq))
 	out.props = props
-	_, delayed := msg.Properties[message.PropertyDelayLevel]
-	_, timed := msg.Properties[message.PropertyTimerDeliverMs]
-	out.batchable = !delayed && !timed
+	// A broker never delays a batch item: delayed and timer messages go on their own.
+	out.batchable = !msg.HasTimer()
 	if len(msg.Body) > p.opts.compressOver {
 		if z, err := message.Compress(msg.Body, 5); err == nil && len(z) < len(msg.Body) {
 			out.body, out.sysFlag = z, out.sysFlag|message.SysFlagCompressed
