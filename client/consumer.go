@@ -428,6 +428,7 @@ type PushConsumer struct {
 // Start. A Client holds at most one consumer per group: the brokers know a member by its
 // client id.
 func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc, opts ...ConsumerOption) (*PushConsumer, error) {
+	group, topic = c.nsWrap(group), c.nsWrap(topic) // namespace.go
 	if err := protocol.ValidateGroup(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -699,7 +700,7 @@ func (pc *PushConsumer) call(msgs []*MessageExt) (res ConsumeResult) {
 func (pc *PushConsumer) sendBack(ctx context.Context, q *processQueue, m *MessageExt, delayLevel int32) error {
 	maxRe := int32(pc.opts.maxReconsume)
 	h := protocol.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: pc.group, DelayLevel: delayLevel,
-		OriginMsgID: m.MsgID, OriginTopic: m.Topic, MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}
+		OriginMsgID: m.MsgID, OriginTopic: pc.c.nsWrap(m.Topic), MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}
 	_, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.ConsumerSendMsgBack, &h))
 	return err
 }

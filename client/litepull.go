@@ -172,6 +172,7 @@ type LitePullConsumer struct {
 // NewLitePullConsumer returns a lite-pull consumer of group. It contacts nobody until
 // Start.
 func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*LitePullConsumer, error) {
+	group = c.nsWrap(group) // namespace.go
 	pull, err := c.NewPullConsumer(group)
 	if err != nil {
 		return nil, err
@@ -211,6 +212,7 @@ func (lc *LitePullConsumer) Group() string { return lc.group }
 // its expression); a consumer either subscribes or assigns. A Client holds at most one
 // subscribed consumer per group, push or lite.
 func (lc *LitePullConsumer) Subscribe(topic, expr string) error {
+	topic = lc.c.nsWrap(topic)
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -242,6 +244,7 @@ func (lc *LitePullConsumer) Subscribe(topic, expr string) error {
 func (lc *LitePullConsumer) Assign(queues ...MessageQueue) error {
 	want := make(map[MessageQueue]*subscription, len(queues))
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		if err := checkQueue(mq); err != nil {
 			return err
 		}
@@ -406,6 +409,7 @@ func (lc *LitePullConsumer) take() (msgs []*MessageExt, running bool) {
 // it. An offset outside the queue is corrected by the broker (to the queue's minimum or
 // end, logged). mq must be owned (see Assignment); errors wrap ErrInvalidArgument.
 func (lc *LitePullConsumer) Seek(mq MessageQueue, offset int64) error {
+	mq = lc.c.nsQueue(mq)
 	if offset < 0 {
 		return fmt.Errorf("%w: offset %d (≥ 0)", ErrInvalidArgument, offset)
 	}
@@ -441,6 +445,7 @@ func (lc *LitePullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) erro
 
 // seekTo seeks mq to the offset bound answers.
 func (lc *LitePullConsumer) seekTo(ctx context.Context, mq MessageQueue, bound func(context.Context, MessageQueue) (int64, error)) error {
+	mq = lc.c.nsQueue(mq)
 	lc.mu.Lock()
 	_, owned := lc.mu.queues[mq]
 	lc.mu.Unlock()
@@ -479,6 +484,7 @@ func (lc *LitePullConsumer) Commit(ctx context.Context) error {
 func (lc *LitePullConsumer) Pause(queues ...MessageQueue) {
 	lc.mu.Lock()
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		lc.mu.paused[mq] = true
 	}
 	lc.mu.Unlock()
@@ -488,6 +494,7 @@ func (lc *LitePullConsumer) Pause(queues ...MessageQueue) {
 func (lc *LitePullConsumer) Resume(queues ...MessageQueue) {
 	lc.mu.Lock()
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		delete(lc.mu.paused, mq)
 		if q := lc.mu.queues[mq]; q != nil {
 			signal(q.wake)
