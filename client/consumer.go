@@ -424,8 +424,8 @@ type PushConsumer struct {
 }
 
 // NewPushConsumer returns a consumer of topic for group, receiving the messages whose tag
-// matches expr ("*" for all, or "tagA || tagB") through handler. It contacts nobody until
-// Start. A Client holds at most one consumer per group: the brokers know a member by its
+// matches expr ("*" for all, or "tagA || tagB"), or that an SQL92(…) expression matches,
+// through handler. It contacts nobody until Start. A Client holds at most one consumer per group: the brokers know a member by its
 // client id.
 func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc, opts ...ConsumerOption) (*PushConsumer, error) {
 	group, topic = c.nsWrap(group), c.nsWrap(topic) // namespace.go
@@ -486,8 +486,9 @@ func (pc *PushConsumer) Group() string { return pc.group }
 
 // Start registers the consumer with the brokers of its topic, takes its share of the
 // queues and starts consuming. ctx bounds the first lookup and rebalance only. It fails
-// when no name server answers, or when a broadcasting consumer's offsets directory
-// cannot be created or its file read; a topic that does not exist yet is looked up again
+// when no name server answers, when a broker refuses an SQL92 subscription
+// (*SubscriptionError), or when a broadcasting consumer's offsets directory cannot be
+// created or its file read; a topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (pc *PushConsumer) Start(ctx context.Context) error {
 	// A refused SQL92 subscription fails Start (sql92.go); no lock is held across it.

@@ -207,7 +207,8 @@ func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*Lit
 func (lc *LitePullConsumer) Group() string { return lc.group }
 
 // Subscribe makes the consumer a member of its group reading topic's messages whose tag
-// matches expr ("*" for all, or "tagA || tagB"), in clustering mode: the members split
+// matches expr ("*" for all, or "tagA || tagB"), or that an SQL92(…) expression matches,
+// in clustering mode: the members split
 // the topic's queues. Call it before Start, once per topic (again for a topic replaces
 // its expression); a consumer either subscribes or assigns. A Client holds at most one
 // subscribed consumer per group, push or lite.
@@ -265,7 +266,7 @@ func (lc *LitePullConsumer) Assign(queues ...MessageQueue) error {
 
 // Start starts pulling the assigned queues or, after Subscribe, joins the group and
 // takes its share of the queues; ctx bounds the first rebalance only. It fails when no
-// name server answers; a subscribed topic that does not exist yet is looked up again
+// name server answers or a broker refuses an SQL92 subscription (*SubscriptionError); a subscribed topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (lc *LitePullConsumer) Start(ctx context.Context) error {
 	lc.mu.Lock()

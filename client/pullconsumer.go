@@ -142,7 +142,8 @@ func (p *PullConsumer) FetchQueues(ctx context.Context, topic string) ([]Message
 }
 
 // Pull reads up to maxNums messages (1..1024) of mq from offset, keeping those whose tag
-// matches expr ("*" or "" for all, or "tagA || tagB"). The broker answers at once: with
+// matches expr ("*" or "" for all, or "tagA || tagB") or that an SQL92(…) expression
+// matches (a broker's refusal of it is a *SubscriptionError). The broker answers at once: with
 // nothing new the status is PullNoNewMessage. Errors wrap ErrInvalidArgument (bad
 // arguments), ErrNoRoute (unknown topic or broker) or ErrBroker (a refusal, e.g. a queue
 // id past the topic's queues).

@@ -37,8 +37,8 @@ func (m *Message) SetDeliverAt(t time.Time) {
 
 // SetDeliverAfter makes the broker deliver the message d after it stores it, replacing
 // any other timer property and the delay level: TIMER_DELAY_SEC when d is a whole number
-// of seconds (what every RocketMQ 5 broker reads), else TIMER_DELAY_MS. d ≤ 0 removes
-// them all. Fractions of a millisecond are dropped.
+// of seconds, else TIMER_DELAY_MS (RocketMQ 5 reads both). d ≤ 0 removes them all.
+// Fractions of a millisecond are dropped.
 func (m *Message) SetDeliverAfter(d time.Duration) {
 	m.clearTimer()
 	switch {
