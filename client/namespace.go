@@ -37,12 +37,16 @@ func validateNamespace(ns string) error {
 		return fmt.Errorf("%w: namespace %q is longer than 64 characters", ErrInvalidOptions, ns)
 	}
 	for i := 0; i < len(ns); i++ {
-		c := ns[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+		if c := ns[i]; !nsChar(c) {
 			return fmt.Errorf("%w: namespace %q: character %q at %d (allowed: a-z A-Z 0-9 _ -)", ErrInvalidOptions, ns, c, i)
 		}
 	}
 	return nil
+}
+
+// nsChar reports whether c may appear in a namespace.
+func nsChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
 // systemResource reports whether name is a system topic or group, which no namespace

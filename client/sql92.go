@@ -138,7 +138,7 @@ func (c *Client) checkSubscriptions(ctx context.Context, group string, subs []*s
 			if err == nil || !errors.As(err, &be) || be.Code == protocol.RequestCodeNotSupported {
 				continue
 			}
-			if refused := s.refusal(err); refused != err {
+			if refused := s.refusal(err); errors.Is(refused, ErrSubscriptionRefused) {
 				return refused
 			}
 		}
