@@ -20,9 +20,10 @@ import (
 //
 // What is wrapped: producer, transaction producer and consumer groups, the topics of
 // sent messages, subscribed and fetched topics, and the Topic of every MessageQueue given
-// to a consumer. Queues, SendResults and Request replies the client returns carry the
-// topic as the brokers know it, with the namespace (pass them back as they are). The
-// Admin API is not namespaced: it names topics and groups as stored.
+// to a consumer. Queues, SendResults, Request replies and the messages a
+// TransactionChecker is asked about carry the topic as the brokers know it, with the
+// namespace (pass queues back as they are). The Admin API is not namespaced: it names
+// topics and groups as stored.
 
 // namespaceSeparator joins a namespace and a name.
 const namespaceSeparator = "%"
