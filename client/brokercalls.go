@@ -32,11 +32,13 @@ import (
 // Requests naming another client id or a group without a started consumer here are
 // answered SYSTEM_ERROR, like the official Go client does.
 
-// handleBrokerCalls registers the handlers of this file on rc.
+// handleBrokerCalls registers the handlers of this file on rc, and that of
+// PUSH_REPLY_MESSAGE_TO_CLIENT (326, request.go).
 func (c *Client) handleBrokerCalls(rc *signingClient) {
 	rc.Handle(int16(protocol.ResetConsumerClientOffset), remoting.HandlerFunc(c.onResetOffset))
 	rc.Handle(int16(protocol.ConsumeMessageDirectly), remoting.HandlerFunc(c.onConsumeDirectly))
 	rc.Handle(int16(protocol.GetConsumerRunningInfo), remoting.HandlerFunc(c.onRunningInfo))
+	rc.Handle(int16(protocol.PushReplyMessageToClient), remoting.HandlerFunc(c.onReplyMessage))
 }
 
 // startedConsumer returns the started push consumer of group, or nil.

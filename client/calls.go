@@ -73,7 +73,7 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 		ExpressionType: protocol.ExpressionTag, BrokerName: r.mq.BrokerName,
 	}
 	if r.sub != nil {
-		h.Subscription, h.SubVersion = r.sub.expr, r.sub.version
+		h.Subscription, h.SubVersion, h.ExpressionType = r.sub.expr, r.sub.version, r.sub.exprType()
 	}
 	if r.suspend > 0 {
 		h.SysFlag |= protocol.PullFlagSuspend
@@ -89,7 +89,7 @@ func (c *Client) pullMessage(ctx context.Context, addr string, r *pullRequest) (
 	} else if st, ok := pullStatusOf(err); ok {
 		a.status = st
 	} else {
-		return a, err
+		return a, r.sub.refusal(err) // a refused SQL92 subscription: *SubscriptionError
 	}
 	a.answered = true
 	var rh protocol.PullMessageResponseHeader

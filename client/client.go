@@ -54,8 +54,9 @@ type Client struct {
 		producers map[string]int           // producer group → producers using it
 		consumers map[string]*PushConsumer // consumer group → its started consumer
 	}
-	txn  txnRegistry  // transaction producers by group (transaction.go)
-	lite liteRegistry // started lite-pull consumers (litepull.go)
+	txn     txnRegistry   // transaction producers by group (transaction.go)
+	lite    liteRegistry  // started lite-pull consumers (litepull.go)
+	replies replyRegistry // pending requests (request.go)
 
 	retire struct { // brokers whose JSON connection is closed once idle (heartbeatLoop)
 		sync.Mutex

@@ -311,11 +311,16 @@ type subscription struct {
 	codes   []int32
 	version int64
 	retry   bool
+	typ     protocol.ExpressionType // "" (TAG) or SQL92 (sql92.go)
 }
 
-// newSubscription parses a TAG expression: "*" (or empty) or tags joined by "||".
+// newSubscription parses a TAG expression: "*" (or empty) or tags joined by "||"; or an
+// expression SQL92 made.
 func newSubscription(topic, expr string, retry bool) (*subscription, error) {
 	s := &subscription{topic: topic, expr: protocol.SubscribeAll, version: time.Now().UnixMilli(), retry: retry}
+	if sql, ok := cutSQL92(expr); ok {
+		return newSQL92Subscription(topic, sql, s)
+	}
 	expr = strings.TrimSpace(expr)
 	if expr == "" || expr == protocol.SubscribeAll {
 		return s, nil
@@ -338,7 +343,7 @@ func newSubscription(topic, expr string, retry bool) (*subscription, error) {
 // data is the heartbeat form of s.
 func (s *subscription) data() protocol.SubscriptionData {
 	return protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, TagsSet: s.tags,
-		CodeSet: protocol.CodeSet(s.codes), SubVersion: s.version, ExpressionType: protocol.ExpressionTag}
+		CodeSet: protocol.CodeSet(s.codes), SubVersion: s.version, ExpressionType: s.exprType()}
 }
 
 // matches reports whether a message with tags passes the subscription (the broker
@@ -419,10 +424,11 @@ type PushConsumer struct {
 }
 
 // NewPushConsumer returns a consumer of topic for group, receiving the messages whose tag
-// matches expr ("*" for all, or "tagA || tagB") through handler. It contacts nobody until
-// Start. A Client holds at most one consumer per group: the brokers know a member by its
+// matches expr ("*" for all, or "tagA || tagB"), or that an SQL92(…) expression matches,
+// through handler. It contacts nobody until Start. A Client holds at most one consumer per group: the brokers know a member by its
 // client id.
 func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc, opts ...ConsumerOption) (*PushConsumer, error) {
+	group, topic = c.nsWrap(group), c.nsWrap(topic) // namespace.go
 	if err := protocol.ValidateGroup(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -480,10 +486,15 @@ func (pc *PushConsumer) Group() string { return pc.group }
 
 // Start registers the consumer with the brokers of its topic, takes its share of the
 // queues and starts consuming. ctx bounds the first lookup and rebalance only. It fails
-// when no name server answers, or when a broadcasting consumer's offsets directory
-// cannot be created or its file read; a topic that does not exist yet is looked up again
+// when no name server answers, when a broker refuses an SQL92 subscription
+// (*SubscriptionError), or when a broadcasting consumer's offsets directory cannot be
+// created or its file read; a topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (pc *PushConsumer) Start(ctx context.Context) error {
+	// A refused SQL92 subscription fails Start (sql92.go); no lock is held across it.
+	if err := pc.c.checkSubscriptions(ctx, pc.group, pc.subs); err != nil {
+		return err
+	}
 	pc.mu.Lock()
 	switch pc.mu.state {
 	case consumerStarted:
@@ -690,7 +701,7 @@ func (pc *PushConsumer) call(msgs []*MessageExt) (res ConsumeResult) {
 func (pc *PushConsumer) sendBack(ctx context.Context, q *processQueue, m *MessageExt, delayLevel int32) error {
 	maxRe := int32(pc.opts.maxReconsume)
 	h := protocol.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: pc.group, DelayLevel: delayLevel,
-		OriginMsgID: m.MsgID, OriginTopic: m.Topic, MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}
+		OriginMsgID: m.MsgID, OriginTopic: pc.c.nsWrap(m.Topic), MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}
 	_, err := pc.c.invoke(ctx, q.addr(), protocol.NewRequest(protocol.ConsumerSendMsgBack, &h))
 	return err
 }

@@ -78,6 +78,46 @@
 // 5 s later. Close stops pulling, waits for the handlers in flight, commits and leaves
 // the group, so the other members take the queues over at once.
 //
+// # SQL92 selectors
+//
+// Wherever a consumer takes a subscription expression (NewPushConsumer,
+// LitePullConsumer.Subscribe, PullConsumer.Pull), SQL92(expr) subscribes by an SQL92
+// expression over the message properties instead of tags:
+//
+//	pc, err := c.NewPushConsumer("big-orders", "orders", client.SQL92("amount > 100 AND region = 'eu'"), handler)
+//
+// The broker filters (a Ferry broker by default, a RocketMQ one with
+// enablePropertyFilter). A refusal — an expression the broker cannot parse, or a broker
+// that does not filter by SQL92 — fails Start (push and lite-pull consumers ask the
+// topic's brokers first, CHECK_CLIENT_CONFIG) or Pull with a *SubscriptionError
+// (errors.Is ErrSubscriptionRefused) naming the expression and the broker's answer.
+//
+// # Timer messages
+//
+// message.Message's SetDeliverAfter(d) and SetDeliverAt(t) make the broker hold a message
+// until its time (RocketMQ 5 timers: TIMER_DELAY_SEC or TIMER_DELAY_MS, TIMER_DELIVER_MS;
+// millisecond precision on Ferry). Timer and delay-level messages are never batched.
+//
+// # Request-reply
+//
+// Producer.Request sends a message and waits for its reply (RocketMQ's request-reply, so
+// official clients answer Ferry's requests and the other way round); the consumer
+// answers with NewReply, which carries the reply body, and Producer.SendReply
+// (SEND_REPLY_MESSAGE):
+//
+//	reply, err := p.Request(ctx, message.NewMessage("quotes", []byte("EURUSD")))
+//	// on the consumer's side:
+//	r, err := client.NewReply(request, []byte("1.0842"))
+//	_, err = replier.SendReply(ctx, r)
+//
+// # Namespaces
+//
+// WithNamespace(ns) puts the client's topics and groups in a namespace the way the
+// official clients do: topic t is "ns%t" on the brokers, group g "ns%g" with retry topic
+// "%RETRY%ns%g", so namespaced Ferry and official clients share them. Messages handed to
+// the application carry the topic without the namespace; queues and send results name
+// it as the brokers do. The Admin API is not namespaced.
+//
 // # Transactions
 //
 // A TransactionProducer ties a message to a local transaction: SendInTransaction stores

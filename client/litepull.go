@@ -172,6 +172,7 @@ type LitePullConsumer struct {
 // NewLitePullConsumer returns a lite-pull consumer of group. It contacts nobody until
 // Start.
 func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*LitePullConsumer, error) {
+	group = c.nsWrap(group) // namespace.go
 	pull, err := c.NewPullConsumer(group)
 	if err != nil {
 		return nil, err
@@ -206,11 +207,13 @@ func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*Lit
 func (lc *LitePullConsumer) Group() string { return lc.group }
 
 // Subscribe makes the consumer a member of its group reading topic's messages whose tag
-// matches expr ("*" for all, or "tagA || tagB"), in clustering mode: the members split
+// matches expr ("*" for all, or "tagA || tagB"), or that an SQL92(…) expression matches,
+// in clustering mode: the members split
 // the topic's queues. Call it before Start, once per topic (again for a topic replaces
 // its expression); a consumer either subscribes or assigns. A Client holds at most one
 // subscribed consumer per group, push or lite.
 func (lc *LitePullConsumer) Subscribe(topic, expr string) error {
+	topic = lc.c.nsWrap(topic)
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -242,6 +245,7 @@ func (lc *LitePullConsumer) Subscribe(topic, expr string) error {
 func (lc *LitePullConsumer) Assign(queues ...MessageQueue) error {
 	want := make(map[MessageQueue]*subscription, len(queues))
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		if err := checkQueue(mq); err != nil {
 			return err
 		}
@@ -262,9 +266,19 @@ func (lc *LitePullConsumer) Assign(queues ...MessageQueue) error {
 
 // Start starts pulling the assigned queues or, after Subscribe, joins the group and
 // takes its share of the queues; ctx bounds the first rebalance only. It fails when no
-// name server answers; a subscribed topic that does not exist yet is looked up again
+// name server answers or a broker refuses an SQL92 subscription (*SubscriptionError); a subscribed topic that does not exist yet is looked up again
 // (every second at first) until it does.
 func (lc *LitePullConsumer) Start(ctx context.Context) error {
+	lc.mu.Lock()
+	subs := make([]*subscription, 0, len(lc.mu.subs))
+	for _, s := range lc.mu.subs {
+		subs = append(subs, s)
+	}
+	lc.mu.Unlock()
+	// A refused SQL92 subscription fails Start (sql92.go); no lock is held across it.
+	if err := lc.c.checkSubscriptions(ctx, lc.group, subs); err != nil {
+		return err
+	}
 	lc.mu.Lock()
 	switch lc.mu.state {
 	case consumerStarted:
@@ -396,6 +410,7 @@ func (lc *LitePullConsumer) take() (msgs []*MessageExt, running bool) {
 // it. An offset outside the queue is corrected by the broker (to the queue's minimum or
 // end, logged). mq must be owned (see Assignment); errors wrap ErrInvalidArgument.
 func (lc *LitePullConsumer) Seek(mq MessageQueue, offset int64) error {
+	mq = lc.c.nsQueue(mq)
 	if offset < 0 {
 		return fmt.Errorf("%w: offset %d (≥ 0)", ErrInvalidArgument, offset)
 	}
@@ -431,6 +446,7 @@ func (lc *LitePullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) erro
 
 // seekTo seeks mq to the offset bound answers.
 func (lc *LitePullConsumer) seekTo(ctx context.Context, mq MessageQueue, bound func(context.Context, MessageQueue) (int64, error)) error {
+	mq = lc.c.nsQueue(mq)
 	lc.mu.Lock()
 	_, owned := lc.mu.queues[mq]
 	lc.mu.Unlock()
@@ -469,6 +485,7 @@ func (lc *LitePullConsumer) Commit(ctx context.Context) error {
 func (lc *LitePullConsumer) Pause(queues ...MessageQueue) {
 	lc.mu.Lock()
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		lc.mu.paused[mq] = true
 	}
 	lc.mu.Unlock()
@@ -478,6 +495,7 @@ func (lc *LitePullConsumer) Pause(queues ...MessageQueue) {
 func (lc *LitePullConsumer) Resume(queues ...MessageQueue) {
 	lc.mu.Lock()
 	for _, mq := range queues {
+		mq = lc.c.nsQueue(mq)
 		delete(lc.mu.paused, mq)
 		if q := lc.mu.queues[mq]; q != nil {
 			signal(q.wake)

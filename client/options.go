@@ -37,6 +37,11 @@ type Options struct {
 	// with this configuration, for servers with tlsMode permissive or enforcing. Nil:
 	// plain TCP.
 	TLS *tls.Config
+	// Namespace, when set, puts the client's topics and groups in a namespace the way
+	// the official clients do ("<ns>%topic", retry topics "%RETRY%<ns>%group"; see
+	// namespace.go), so namespaced Ferry and official clients share them. Characters of
+	// [a-zA-Z0-9_-]. Empty: none.
+	Namespace string
 }
 
 // Option sets one field of Options.
@@ -68,6 +73,10 @@ func WithCredentials(accessKey, secretKey string) Option {
 
 // WithTLS connects to name servers and brokers over TLS with cfg (see Options.TLS).
 func WithTLS(cfg *tls.Config) Option { return func(o *Options) { o.TLS = cfg } }
+
+// WithNamespace puts the client's topics and groups in namespace ns (see
+// Options.Namespace).
+func WithNamespace(ns string) Option { return func(o *Options) { o.Namespace = ns } }
 
 // WithLogger injects a logger.
 func WithLogger(l zerolog.Logger) Option { return func(o *Options) { o.Logger = l } }
@@ -103,6 +112,9 @@ func (o *Options) Validate() error {
 	}
 	if c := o.Credentials; c != nil && (c.AccessKey == "" || c.SecretKey == "") {
 		bad("Credentials need both an access key and a secret key")
+	}
+	if err := validateNamespace(o.Namespace); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

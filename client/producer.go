@@ -164,6 +164,7 @@ type Producer struct {
 
 // NewProducer returns a producer of group on c.
 func (c *Client) NewProducer(group string, opts ...ProducerOption) (*Producer, error) {
+	group = c.nsWrap(group) // namespace.go
 	if err := protocol.ValidateGroup(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -235,12 +236,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, done fun
 		done(SendResult{}, err)
 		return
 	}
-	r, err := p.c.route(ctx, msg.Topic)
+	r, err := p.c.route(ctx, out.topic)
 	if err != nil {
 		done(SendResult{}, err)
 		return
 	}
-	key := laneKey{topic: msg.Topic, queue: -1}
+	key := laneKey{topic: out.topic, queue: -1}
 	if p.opts.selector != nil {
 		qs := r.messageQueues()
 		i := p.opts.selector.Select(msg, qs)
@@ -263,7 +264,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *message.Message) error {
 	if err != nil {
 		return err
 	}
-	r, err := p.c.route(ctx, msg.Topic)
+	r, err := p.c.route(ctx, out.topic)
 	if err != nil {
 		return err
 	}
@@ -298,7 +299,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*message.Message) ([]Se
 		}
 		outs[i] = out
 	}
-	r, err := p.c.route(ctx, msgs[0].Topic)
+	r, err := p.c.route(ctx, outs[0].topic)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*message.Message) ([]Se
 		err error
 	}
 	ch := make(chan outcome, 1)
-	b := &batch{key: laneKey{topic: msgs[0].Topic, queue: -1}, ctx: ctx, outs: outs}
+	b := &batch{key: laneKey{topic: outs[0].topic, queue: -1}, ctx: ctx, outs: outs}
 	b.done = func(res []SendResult, err error) { ch <- outcome{res, err} }
 	p.inflight.Add(1)
 	p.sendBatch(r, b, 0)
@@ -334,9 +335,10 @@ type outgoing struct {
 }
 
 // prepare checks msg against the broker's limits, gives it a UNIQ_KEY and encodes its
-// properties (compressing a large body).
+// properties (compressing a large body); its topic goes in the client's namespace.
 func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
-	if err := protocol.ValidateTopic(msg.Topic); err != nil {
+	topic := p.c.nsWrap(msg.Topic)
+	if err := protocol.ValidateTopic(topic); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
 	}
 	if err := msg.Validate(p.opts.maxBodySize); err != nil {
@@ -346,7 +348,7 @@ func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
 	if out == nil {
 		out = new(outgoing)
 	}
-	out.topic, out.body, out.flag, out.uniq = msg.Topic, msg.Body, msg.Flag, msg.UniqKey()
+	out.topic, out.body, out.flag, out.uniq = topic, msg.Body, msg.Flag, msg.UniqKey()
 	if out.uniq == "" {
 		out.uniq = p.c.ids.Next()
 	}
@@ -359,9 +361,8 @@ func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
 	}
 	props = message.AppendPair(props, message.PropertyUniqKey, []byte(out.uniq))
 	out.props = props
-	_, delayed := msg.Properties[message.PropertyDelayLevel]
-	_, timed := msg.Properties[message.PropertyTimerDeliverMs]
-	out.batchable = !delayed && !timed
+	// A broker never delays a batch item: delayed and timer messages go on their own.
+	out.batchable = !msg.HasTimer()
 	if len(msg.Body) > p.opts.compressOver {
 		if z, err := message.Compress(msg.Body, 5); err == nil && len(z) < len(msg.Body) {
 			out.body, out.sysFlag = z, out.sysFlag|message.SysFlagCompressed

@@ -392,5 +392,6 @@ func (q *processQueue) decode(body []byte) ([]*MessageExt, error) {
 	for _, m := range msgs {
 		restoreTopic(m, q.pc.retryTopic)
 	}
+	q.pc.c.nsStripMessages(msgs)
 	return msgs, nil
 }

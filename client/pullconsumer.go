@@ -108,6 +108,7 @@ type brokerGroup struct {
 
 // NewPullConsumer returns a pull consumer of group. It contacts nobody.
 func (c *Client) NewPullConsumer(group string) (*PullConsumer, error) {
+	group = c.nsWrap(group) // namespace.go
 	if err := protocol.ValidateGroup(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -124,6 +125,7 @@ func (p *PullConsumer) Group() string { return p.group }
 // broker name and queue id. A topic the name servers do not know is an error wrapping
 // ErrNoRoute.
 func (p *PullConsumer) FetchQueues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	topic = p.c.nsWrap(topic)
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
@@ -140,7 +142,8 @@ func (p *PullConsumer) FetchQueues(ctx context.Context, topic string) ([]Message
 }
 
 // Pull reads up to maxNums messages (1..1024) of mq from offset, keeping those whose tag
-// matches expr ("*" or "" for all, or "tagA || tagB"). The broker answers at once: with
+// matches expr ("*" or "" for all, or "tagA || tagB") or that an SQL92(…) expression
+// matches (a broker's refusal of it is a *SubscriptionError). The broker answers at once: with
 // nothing new the status is PullNoNewMessage. Errors wrap ErrInvalidArgument (bad
 // arguments), ErrNoRoute (unknown topic or broker) or ErrBroker (a refusal, e.g. a queue
 // id past the topic's queues).
@@ -152,6 +155,7 @@ func (p *PullConsumer) Pull(ctx context.Context, mq MessageQueue, offset int64, 
 // holds the request until a message arrives or wait passes (then PullNoNewMessage). A
 // deadline of ctx shorter than wait shortens the hold; wait ≤ 0 is Pull.
 func (p *PullConsumer) PullWait(ctx context.Context, mq MessageQueue, offset int64, maxNums int, expr string, wait time.Duration) (PullResult, error) {
+	mq = p.c.nsQueue(mq)
 	if err := checkQueue(mq); err != nil {
 		return PullResult{}, err
 	}
@@ -215,12 +219,14 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 	if len(res.Messages) == 0 {
 		res.Status = PullNoMatchedMessage
 	}
+	p.c.nsStripMessages(res.Messages)
 	return res, nil
 }
 
 // CommittedOffset is the group's committed offset of mq — the next message the group
 // will consume — or −1 when it has none.
 func (p *PullConsumer) CommittedOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	mq = p.c.nsQueue(mq)
 	addr, err := p.offsetsAddr(ctx, mq)
 	if err != nil {
 		return 0, err
@@ -236,6 +242,7 @@ func (p *PullConsumer) CommittedOffset(ctx context.Context, mq MessageQueue) (in
 // CommitOffset stores offset (the next message to consume) as the group's committed
 // offset of mq on its broker.
 func (p *PullConsumer) CommitOffset(ctx context.Context, mq MessageQueue, offset int64) error {
+	mq = p.c.nsQueue(mq)
 	if offset < 0 {
 		if err := checkQueue(mq); err != nil {
 			return err
@@ -280,6 +287,7 @@ func (p *PullConsumer) OffsetByTime(ctx context.Context, mq MessageQueue, t time
 // errors).
 func (p *PullConsumer) bound(ctx context.Context, mq MessageQueue, code protocol.RequestCode,
 	call func(context.Context, string, MessageQueue) (int64, error)) (int64, error) {
+	mq = p.c.nsQueue(mq)
 	addr, err := p.offsetsAddr(ctx, mq)
 	if err != nil {
 		return 0, err

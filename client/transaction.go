@@ -174,6 +174,7 @@ type checkTask struct {
 // WithCompressOver apply; batching options do not (half messages go one per request).
 // It contacts nobody: the first send, or Register, tells the brokers about the group.
 func (c *Client) NewTransactionProducer(group string, checker TransactionChecker, opts ...ProducerOption) (*TransactionProducer, error) {
+	group = c.nsWrap(group) // namespace.go
 	if checker == nil {
 		return nil, fmt.Errorf("%w: nil TransactionChecker", ErrInvalidOptions)
 	}
@@ -216,7 +217,7 @@ func (tp *TransactionProducer) Register(ctx context.Context, topics ...string) e
 	defer tp.sends.Done()
 	var errs []error
 	for _, topic := range topics {
-		r, err := tp.c.route(ctx, topic)
+		r, err := tp.c.route(ctx, tp.c.nsWrap(topic))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -321,7 +322,7 @@ func (tp *TransactionProducer) SendInTransaction(ctx context.Context, msg *messa
 
 // halfMessage copies msg with the half-message properties and a UNIQ_KEY.
 func (tp *TransactionProducer) halfMessage(msg *message.Message) *message.Message {
-	half := &message.Message{Topic: msg.Topic, Flag: msg.Flag, Body: msg.Body, Properties: maps.Clone(msg.Properties)}
+	half := &message.Message{Topic: tp.c.nsWrap(msg.Topic), Flag: msg.Flag, Body: msg.Body, Properties: maps.Clone(msg.Properties)}
 	half.SetProperty(message.PropertyTransactionPrepared, "true")
 	half.SetProperty(message.PropertyProducerGroup, tp.group)
 	if half.UniqKey() == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 func newConsumeCommand(e *env) *cobra.Command {
 	var (
 		topic, group, expr, from string
+		sql                      string
 		count                    int
 		timeout                  time.Duration
 	)
@@ -24,13 +26,25 @@ func newConsumeCommand(e *env) *cobra.Command {
 		Long: "consume joins a consumer group (clustering: the group's members share the queues)\n" +
 			"and prints each message: a line per message in a table, one JSON object per line\n" +
 			"with -o json. It stops after --count messages, after --timeout without one, or on Ctrl-C,\n" +
-			"committing the offsets of what it printed.",
+			"committing the offsets of what it printed. --expr filters by tag; --sql instead by an\n" +
+			"SQL92 expression over the message properties (the broker needs enablePropertyFilter;\n" +
+			"a refused expression is an error naming it).",
 		Args: cobra.NoArgs,
 		Example: `  ferryctl consume -t Orders --count 10
-  ferryctl consume -t Orders -g billing --expr "created || paid" --from first -o json`,
+  ferryctl consume -t Orders -g billing --expr "created || paid" --from first -o json
+  ferryctl consume -t Orders -g big-orders --sql "amount > 100 AND region = 'eu'"`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if topic == "" {
 				return usageError("-t/--topic is required")
+			}
+			if cmd.Flags().Changed("sql") {
+				if cmd.Flags().Changed("expr") {
+					return usageError("--expr and --sql are exclusive: one subscription per consumer")
+				}
+				if strings.TrimSpace(sql) == "" {
+					return usageError("--sql needs an expression")
+				}
+				expr = client.SQL92(sql)
 			}
 			start := client.ConsumeFromLastOffset
 			switch from {
@@ -105,6 +119,7 @@ func newConsumeCommand(e *env) *cobra.Command {
 	f.StringVarP(&topic, "topic", "t", "", "topic to consume (required)")
 	f.StringVarP(&group, "group", "g", "ferryctl-consumer", "consumer group")
 	f.StringVar(&expr, "expr", "*", "tag expression (\"*\", \"a || b\")")
+	f.StringVar(&sql, "sql", "", "SQL92 expression over message properties (instead of --expr)")
 	f.StringVar(&from, "from", "last", "where a new group starts: first or last")
 	f.IntVar(&count, "count", 0, "stop after this many messages (0: no limit)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "stop after this long without a message")

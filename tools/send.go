@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,8 @@ func newSendCommand(e *env) *cobra.Command {
 		keys               []string
 		props              []string
 		delay, count       int
+		deliverAt          string
+		deliverAfter       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "send -t TOPIC [flags] BODY|-",
@@ -37,10 +40,16 @@ func newSendCommand(e *env) *cobra.Command {
 		Example: `  ferryctl send -t Orders "hello"
   ferryctl send -t Orders --tags created --keys order-42 -p color=red "hello"
   echo '{"id":42}' | ferryctl send -t Orders -
-  ferryctl send -t Orders --delay 3 --count 10 "later"`,
+  ferryctl send -t Orders --delay 3 --count 10 "later"
+  ferryctl send -t Orders --deliver-after 90s "in a minute and a half"
+  ferryctl send -t Orders --deliver-at 2030-01-02T15:04:05Z "at that time"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if topic == "" {
 				return usageError("-t/--topic is required")
+			}
+			timer, err := timerOf(cmd, delay, deliverAt, deliverAfter)
+			if err != nil {
+				return err
 			}
 			body := []byte(args[0])
 			if args[0] == "-" {
@@ -71,6 +80,7 @@ func newSendCommand(e *env) *cobra.Command {
 				if delay > 0 {
 					m.SetDelayLevel(delay)
 				}
+				timer(m)
 				for _, kv := range props {
 					k, v, ok := strings.Cut(kv, "=")
 					if !ok || k == "" {
@@ -98,9 +108,40 @@ func newSendCommand(e *env) *cobra.Command {
 	f.StringSliceVar(&keys, "keys", nil, "message keys (comma-separated; findable with message query --key)")
 	f.StringArrayVarP(&props, "property", "p", nil, "user property key=value (repeatable)")
 	f.IntVar(&delay, "delay", 0, "delay level (1-18 with the default levels: 1s 5s 10s 30s 1m …)")
+	f.StringVar(&deliverAt, "deliver-at", "", "deliver at this time (RFC 3339, e.g. 2030-01-02T15:04:05Z; a timer message)")
+	f.DurationVar(&deliverAfter, "deliver-after", 0, "deliver this long after the broker stores it (e.g. 90s, 1500ms; a timer message)")
 	f.IntVar(&count, "count", 1, "how many copies to send")
 	f.StringVarP(&group, "group", "g", "ferryctl-producer", "producer group")
 	return cmd
+}
+
+// timerOf checks send's --delay, --deliver-at and --deliver-after (at most one of them)
+// and returns what sets the chosen timer on a message.
+func timerOf(cmd *cobra.Command, delay int, at string, after time.Duration) (func(*message.Message), error) {
+	n := 0
+	for _, name := range []string{"delay", "deliver-at", "deliver-after"} {
+		if cmd.Flags().Changed(name) {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return nil, usageError("--delay, --deliver-at and --deliver-after are exclusive")
+	case cmd.Flags().Changed("deliver-after"):
+		if after <= 0 {
+			return nil, usageError("--deliver-after must be positive, not %v", after)
+		}
+		return func(m *message.Message) { m.SetDeliverAfter(after) }, nil
+	case cmd.Flags().Changed("deliver-at"):
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			return nil, usageError("--deliver-at takes an RFC 3339 time such as 2030-01-02T15:04:05Z, not %q", at)
+		}
+		return func(m *message.Message) { m.SetDeliverAt(t) }, nil
+	case delay < 0:
+		return nil, usageError("--delay must be a level ≥ 1, not %d", delay)
+	}
+	return func(*message.Message) {}, nil
 }
 
 // consumed is one received message in the output of consume.
