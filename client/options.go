@@ -37,6 +37,9 @@ type Options struct {
 	// with this configuration, for servers with tlsMode permissive or enforcing. Nil:
 	// plain TCP.
 	TLS *tls.Config
+	// Trace, when set, turns message trace on: producers and push consumers record
+	// their sends and consumes in a trace topic (trace.go; WithTrace). Nil: off.
+	Trace *TraceOptions
 }
 
 // Option sets one field of Options.
@@ -103,6 +106,9 @@ func (o *Options) Validate() error {
 	}
 	if c := o.Credentials; c != nil && (c.AccessKey == "" || c.SecretKey == "") {
 		bad("Credentials need both an access key and a secret key")
+	}
+	if o.Trace != nil {
+		errs = append(errs, o.Trace.Validate())
 	}
 	return errors.Join(errs...)
 }
