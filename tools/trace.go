@@ -2,6 +2,7 @@ package tools
 
 import (
 	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -135,10 +136,8 @@ func validTraceID(id string) error {
 	if len(id) != message.OffsetMsgIDLenV4 && len(id) != message.OffsetMsgIDLenV6 {
 		return fmt.Errorf("message id %q: want 32 or 56 hex characters (the msgId a send printed)", id)
 	}
-	for i := range len(id) {
-		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return fmt.Errorf("message id %q: %q is not a hex digit", id, c)
-		}
+	if _, err := hex.DecodeString(id); err != nil {
+		return fmt.Errorf("message id %q: not hex: %w", id, err)
 	}
 	return nil
 }
