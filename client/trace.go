@@ -143,8 +143,12 @@ type tracer struct {
 	inflight sync.WaitGroup
 	stop     chan struct{}
 	done     chan struct{} // closed when the dispatcher returned
-	once     sync.Once
-	closed   atomic.Bool
+	// final is set by the dispatcher when it closes: what is left shares this one
+	// request timeout (until then each trace message has its own), so that Close is
+	// bounded whatever the broker does. Only the dispatcher reads it.
+	final  context.Context
+	once   sync.Once
+	closed atomic.Bool
 
 	recorded, dropped, sent, failed atomic.Int64
 }
@@ -269,6 +273,9 @@ func (t *tracer) run() {
 		case <-linger.C:
 			t.flush(&b)
 		case <-t.stop:
+			ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+			defer cancel()
+			t.final = ctx
 		drain:
 			for {
 				select {
@@ -285,7 +292,8 @@ func (t *tracer) run() {
 	}
 }
 
-// flush sends b as one trace message (waiting for a free in-flight slot) and empties it.
+// flush sends b as one trace message and empties it. It waits for a free in-flight slot;
+// when closing, it gives up when t.final ends and counts b's records failed.
 func (t *tracer) flush(b *traceBatch) {
 	if b.n == 0 {
 		return
@@ -294,9 +302,22 @@ func (t *tracer) flush(b *traceBatch) {
 	msg.SetKeys(b.keys...)
 	n := int64(b.n)
 	*b = traceBatch{}
-	t.slots <- struct{}{}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if t.final != nil {
+		ctx, cancel = context.WithCancel(t.final)
+		select {
+		case t.slots <- struct{}{}:
+		case <-ctx.Done():
+			cancel()
+			t.failed.Add(n)
+			return
+		}
+	} else {
+		ctx, cancel = context.WithTimeout(context.Background(), t.timeout)
+		t.slots <- struct{}{}
+	}
 	t.inflight.Add(1)
-	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	t.send(ctx, msg, func(err error) {
 		cancel()
 		if err != nil {

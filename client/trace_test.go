@@ -227,3 +227,28 @@ func TestTraceConsumeOutcomes(t *testing.T) {
 	require.Contains(t, err.Error(), "trace topic")
 	require.Contains(t, err.Error(), "queue size 0")
 }
+
+// TestTraceCloseIsBounded: with a broker that never answers, Close gives up on what is
+// left after one request timeout in all, counting it failed, instead of one timeout per
+// trace message.
+func TestTraceCloseIsBounded(t *testing.T) {
+	send := func(ctx context.Context, _ *message.Message, done func(error)) {
+		go func() {
+			<-ctx.Done()
+			done(ctx.Err())
+		}()
+	}
+	o := DefaultTraceOptions()
+	o.BatchRecords, o.MaxInflight = 1, 1
+	tr := startTracer(o, zerolog.Nop(), "10.0.0.1", message.NewUniqKeyGenerator(localIPv4(), 1), send,
+		200*time.Millisecond, func() error { return nil })
+	for range 50 {
+		tr.record(&TraceRecord{Type: TraceSubAfter, MsgID: "M"})
+	}
+	start := time.Now()
+	require.NoError(t, tr.close())
+	require.Less(t, time.Since(start), 2*time.Second, "50 trace messages would take 10 s one timeout each")
+	require.Equal(t, int64(50), tr.recorded.Load())
+	require.Equal(t, int64(50), tr.failed.Load()+tr.sent.Load())
+	require.Zero(t, tr.sent.Load())
+}
