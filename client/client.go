@@ -58,6 +58,8 @@ type Client struct {
 	lite    liteRegistry  // started lite-pull consumers (litepull.go)
 	replies replyRegistry // pending requests (request.go)
 
+	tracer *tracer // message trace (trace.go); nil: off
+
 	retire struct { // brokers whose JSON connection is closed once idle (heartbeatLoop)
 		sync.Mutex
 		m map[string]time.Time
@@ -121,6 +123,9 @@ func New(opts ...Option) (*Client, error) {
 		c.handleTransactionChecks(rc)
 		c.handleBrokerCalls(rc)
 	}
+	if c.tracer, err = newTracer(c, o.Trace); err != nil {
+		return nil, errors.Join(err, c.native.Close(), c.json.Close())
+	}
 	c.wg.Go(c.routeLoop)
 	c.wg.Go(c.heartbeatLoop)
 	return c, nil
@@ -133,7 +138,7 @@ func (c *Client) ClientID() string { return c.clientID }
 // background work and closes every connection; calls in flight fail with ErrClosed or a
 // connection error. It is idempotent.
 func (c *Client) Close() error {
-	cerr := errors.Join(c.closeConsumers(), c.closeLitePullConsumers())
+	cerr := errors.Join(c.closeConsumers(), c.closeLitePullConsumers(), c.tracer.close())
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}

@@ -685,6 +685,7 @@ func (pc *PushConsumer) consume(t *consumeTask) {
 
 // call runs the handler, turning a panic into ConsumeRetryLater.
 func (pc *PushConsumer) call(msgs []*MessageExt) (res ConsumeResult) {
+	defer pc.c.tracer.consumeTrace(pc.group, msgs)(&res) // trace.go: SubBefore now, SubAfter last
 	defer func() {
 		if r := recover(); r != nil {
 			pc.log.Error().Interface("panic", r).Msg("consume handler panicked; retrying later")

@@ -173,6 +173,25 @@
 // range, QueryByOffset) and consumer groups (offsets, lag, resets by time, subscription
 // groups, connections).
 //
+// # Message trace
+//
+// WithTrace(topic) (topic "" for RMQ_SYS_TRACE_TOPIC) makes the client record RocketMQ
+// message-trace records (RIP-6): a Pub record for each message its producers send (group,
+// client host, time, cost, success, broker, offset message id), and SubBefore and SubAfter
+// records around each handler call of its push consumers (group, client host, time,
+// reconsume times, cost, success). They go to the trace topic in RocketMQ's text layout —
+// the official clients, RocketMQ's dashboard and `ferryctl message trace` read them —
+// batched into trace messages keyed by message id and keys:
+//
+//	c, err := client.New(client.WithNameServers("127.0.0.1:9876"), client.WithTrace(""))
+//
+// Tracing never blocks or fails a send or a consume: records wait in a bounded queue that
+// a background goroutine empties, and a record that finds it full is dropped and counted
+// (TraceStats). WithTraceOptions sets the queue size, batch size, linger and trace
+// messages in flight; Close sends what is queued. DecodeTraceRecords decodes a trace
+// message's body (any client's), AppendTraceRecord encodes one record. Oneway sends,
+// transactional sends and lite-pull consumers are not traced.
+//
 // # Pulling
 //
 // A PullConsumer (Client.NewPullConsumer) is the low level: Pull reads up to n messages

@@ -42,6 +42,9 @@ type Options struct {
 	// namespace.go), so namespaced Ferry and official clients share them. Characters of
 	// [a-zA-Z0-9_-]. Empty: none.
 	Namespace string
+	// Trace, when set, turns message trace on: producers and push consumers record
+	// their sends and consumes in a trace topic (trace.go; WithTrace). Nil: off.
+	Trace *TraceOptions
 }
 
 // Option sets one field of Options.
@@ -115,6 +118,9 @@ func (o *Options) Validate() error {
 	}
 	if err := validateNamespace(o.Namespace); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Trace != nil {
+		errs = append(errs, o.Trace.Validate())
 	}
 	return errors.Join(errs...)
 }

@@ -480,11 +480,13 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 				p.sendBatch(r, b, attempt+1)
 				return
 			}
+			p.c.tracer.sentTrace(p.group, q, b, resp, err, time.Since(sent)) // trace.go
 			b.finish(nil, err)
 			p.inflight.Done()
 			return
 		}
 		p.fault.update(q.broker, time.Since(sent), false)
+		p.c.tracer.sentTrace(p.group, q, b, resp, nil, time.Since(sent))
 		b.succeed(r, q, resp)
 		p.inflight.Done()
 	})

@@ -208,5 +208,6 @@ func newMessageCommand(e *env) *cobra.Command {
 		RunE:    run(true),
 	}
 	flags(printCmd)
-	return group("message", "Find, show and resend stored messages", query, printCmd, newResendCommand(e))
+	return group("message", "Find, show, resend and trace stored messages", query, printCmd, newResendCommand(e),
+		newTraceCommand(e))
 }
