@@ -128,6 +128,8 @@ func Rules() []Rule {
 		admin(codeGetBrokerClusterACLConfig, "GET_BROKER_CLUSTER_ACL_CONFIG", true),
 		admin(c(protocol.PutKVConfig), "PUT_KV_CONFIG", true),
 		admin(c(protocol.DeleteKVConfig), "DELETE_KV_CONFIG", true),
+		admin(c(protocol.GetKVConfig), "GET_KV_CONFIG", true),
+		admin(c(protocol.GetKVListByNamespace), "GET_KVLIST_BY_NAMESPACE", true),
 		admin(c(protocol.RegisterBroker), "REGISTER_BROKER", true),
 		admin(c(protocol.UnregisterBroker), "UNREGISTER_BROKER", true),
 		admin(c(protocol.UpdateAndCreateSubscriptionGroup), "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP", false),

@@ -413,6 +413,18 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 		protocol.GetAllTopicListFromNameServer: {{name: "topic list", ns: true, want: denied, adminSees: true, req: fixed(protocol.GetAllTopicListFromNameServer, nil, nil)}},
 		protocol.DeleteTopicInNameSrv: {{name: "delete topic in name server", ns: true, want: denied, req: fixed(protocol.DeleteTopicInNameSrv,
 			&protocol.DeleteTopicFromNamesrvRequestHeader{Topic: secretTopic}, nil)}},
+		protocol.PutKVConfig: {{name: "put kv config", ns: true, want: denied, req: fixed(protocol.PutKVConfig,
+			&protocol.PutKVConfigRequestHeader{Namespace: "ORDER_TOPIC_CONFIG", Key: secretTopic, Value: "x:1"}, nil)}},
+		protocol.GetKVConfig: {{name: "get kv config", ns: true, want: denied, req: fixed(protocol.GetKVConfig,
+			&protocol.GetKVConfigRequestHeader{Namespace: "ORDER_TOPIC_CONFIG", Key: secretTopic}, nil)}},
+		protocol.DeleteKVConfig: {{name: "delete kv config", ns: true, want: denied, req: fixed(protocol.DeleteKVConfig,
+			&protocol.DeleteKVConfigRequestHeader{Namespace: "ORDER_TOPIC_CONFIG", Key: secretTopic}, nil)}},
+		protocol.GetKVListByNamespace: {{name: "kv list", ns: true, want: denied, req: fixed(protocol.GetKVListByNamespace,
+			&protocol.GetKVListByNamespaceRequestHeader{Namespace: "ORDER_TOPIC_CONFIG"}, nil)}},
+		protocol.WipeWritePermOfBroker: {{name: "drain broker", ns: true, want: denied, req: fixed(protocol.WipeWritePermOfBroker,
+			&protocol.BrokerWritePermRequestHeader{BrokerName: "broker-a"}, nil)}},
+		protocol.AddWritePermOfBroker: {{name: "undrain broker", ns: true, want: denied, req: fixed(protocol.AddWritePermOfBroker,
+			&protocol.BrokerWritePermRequestHeader{BrokerName: "broker-a"}, nil)}},
 	}
 }
 

@@ -34,9 +34,10 @@ import (
 // Which requests Ferry serves today: the broker serves topics (17, 215), statistics
 // (202, 208), connections (203, 204), subscription groups (200, 201, 207), consume-by-who
 // (300), its config and runtime info (26, 28), message lookups (12, 33), pulls and
-// offsets (11, 14, 15, 29, 30, 31, 38); the name server serves 105, 106, 206 and 216.
+// offsets (11, 14, 15, 29, 30, 31, 38); the name server serves 105, 106, 206, 216, the
+// KV config (100–102, 219) and broker drains (205, 327; admin_drain.go).
 // The others (INVOKE_BROKER_TO_RESET_OFFSET 222, GET_CONSUMER_RUNNING_INFO 307,
-// CONSUME_MESSAGE_DIRECTLY 309, the KV config 100–102 and 219, GET_TOPICS_BY_CLUSTER 224)
+// CONSUME_MESSAGE_DIRECTLY 309, GET_TOPICS_BY_CLUSTER 224)
 // are sent as RocketMQ defines them; Ferry answers REQUEST_CODE_NOT_SUPPORTED until it
 // serves them. TopicStats, ConsumeStats and ResetOffsetByTime fall back to per-queue
 // offset requests for brokers that do not serve theirs (documented at each).

@@ -590,9 +590,7 @@ func TestAdminBrokerAndNameServerInfo(t *testing.T) {
 		require.Contains(t, topics, "AdminClusterTopic")
 	})
 	t.Run("KVConfig", func(t *testing.T) {
-		err := e.a.PutKVConfig(ctx, "ADMIN_NS", "k", "v")
-		served(t, err, "PUT_KV_CONFIG")
-		require.NoError(t, err)
+		require.NoError(t, e.a.PutKVConfig(ctx, "ADMIN_NS", "k", "v"))
 		v, err := e.a.KVConfig(ctx, "ADMIN_NS", "k")
 		require.NoError(t, err)
 		require.Equal(t, "v", v)

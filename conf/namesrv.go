@@ -45,6 +45,13 @@ type NameServerConfig struct {
 	// namesrv.idleTimeout, env FERRY_NAMESRV_IDLE_TIMEOUT.
 	IdleTimeout time.Duration `mapstructure:"idleTimeout" default:"2m" check:"positive" option:"IdleTimeout" meaning:"a connection silent for this long is closed"`
 
+	// KVConfigPath is the file that keeps the name server's KV configuration
+	// (kvConfig.json: order topic configs, drained brokers) across restarts.
+	// Empty means <broker.dataDir>/namesrv/kvConfig.json (./data/namesrv/kvConfig.json
+	// by default, for `ferry namesrv` as for `ferry standalone`). Default "". Key
+	// namesrv.kvConfigPath, env FERRY_NAMESRV_KV_CONFIG_PATH.
+	KVConfigPath string `mapstructure:"kvConfigPath" default:"" process:"command" meaning:"KV config file (order configs, drained brokers); empty = <dataDir>/namesrv/kvConfig.json"`
+
 	// ACLEnable checks every request against the accounts in ACLFile
 	// (RocketMQ ACL 1.0): broker registrations then need an admin account's
 	// signature (broker.accessKey/secretKey). Default false. Key

@@ -6,6 +6,7 @@ package launch
 import (
 	"crypto/tls"
 	"fmt"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
@@ -118,6 +119,15 @@ func serverTLS(mode, cert, key, clientCA string, requireClientCert bool) (*remot
 		return nil, err
 	}
 	return &remoting.TLSConfig{Mode: m, Config: tc}, nil
+}
+
+// NameServerKVConfigPath is the file of the name server's KV configuration:
+// namesrv.kvConfigPath, or namesrv/kvConfig.json under broker.dataDir when that is empty.
+func NameServerKVConfigPath(cfg *conf.Config) string {
+	if cfg.NameServer.KVConfigPath != "" {
+		return cfg.NameServer.KVConfigPath
+	}
+	return filepath.Join(cfg.Broker.DataDir, "namesrv", "kvConfig.json")
 }
 
 // NameServerOptions maps a name-server configuration onto nameserver.Options; it fails

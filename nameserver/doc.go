@@ -7,8 +7,9 @@
 // groups, topic queue data and broker liveness — as a pure, lock-protected
 // structure that takes the time as an argument and does no I/O. Server wires
 // a RouteTable to a remoting.Server (one file per request family:
-// register.go, route.go, admin.go), runs the expiry sweeper and removes a
-// broker whose connection closes.
+// register.go, route.go, admin.go, kv.go, drain.go), keeps the KV
+// configuration (kvconfig.go), runs the expiry sweeper and removes a broker
+// whose connection closes.
 //
 // # Requests
 //
@@ -18,9 +19,27 @@
 //	106 GET_BROKER_CLUSTER_INFO            tools
 //	206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER tools, Go admin
 //	216 DELETE_TOPIC_IN_NAMESRV            tools, Go admin
+//	100 PUT_KV_CONFIG                      tools (mqadmin updateKvConfig, updateOrderConf)
+//	101 GET_KV_CONFIG                      tools
+//	102 DELETE_KV_CONFIG                   tools
+//	219 GET_KVLIST_BY_NAMESPACE            tools
+//	205 WIPE_WRITE_PERM_OF_BROKER          tools: drain a broker group
+//	327 ADD_WRITE_PERM_OF_BROKER           tools: undrain it
 //
-// Other codes (the KV-config family, GET_TOPICS_BY_CLUSTER, …) are answered
+// Other codes (GET_TOPICS_BY_CLUSTER, …) are answered
 // REQUEST_CODE_NOT_SUPPORTED by the remoting layer.
+//
+// # KV configuration and drains
+//
+// The KV configuration is RocketMQ's: namespaces of string entries, saved to
+// Options.KVConfigPath (kvConfig.json, written atomically after every change,
+// loaded by New, a corrupt file an error). Its ORDER_TOPIC_CONFIG namespace
+// gives a topic's route its orderTopicConf — always, where RocketMQ needs
+// orderMessageEnable — and is the body of a registration answer. A drained
+// broker group (WIPE_WRITE_PERM_OF_BROKER) is answered in routes without the
+// write bit until it is undrained; unlike RocketMQ, no registration reverts a
+// drain, and it is saved in the KV configuration (FERRY_DRAINED_BROKERS), so
+// it outlives a restart. drain.go has the details.
 //
 // # Registration and liveness
 //
@@ -89,8 +108,6 @@
 //     mangle (',', '"', whitespace, …) are refused at registration, so one
 //     bad broker cannot break the routes of others.
 //   - A route lists only the broker groups that host the topic.
-//     orderTopicConf is never sent: the ORDER_TOPIC_CONFIG KV namespace is not
-//     kept, so the registration response has no body either.
 //   - TBW102 is an ordinary topic here: its route exists when a broker
 //     registers it (with the INHERIT perm bit for producer auto-creation).
 //   - bodyCrc32 is checked when non-zero (masked IEEE CRC-32, mismatch →
@@ -99,12 +116,17 @@
 //     with SYSTEM_ERROR and an explanatory remark.
 //   - There is no start-up grace period ("name server not ready") and no
 //     acting-master or static-topic support; filter servers are ignored.
-//   - The table is in memory only; after a restart it is rebuilt by the
-//     brokers' next registrations (within 30 s).
+//   - The route table is in memory only; after a restart it is rebuilt by
+//     the brokers' next registrations (within 30 s). The KV configuration and
+//     drains are on disk.
 //
 // # Goroutines and locks
 //
 // Server owns one goroutine, the sweeper, started through goFunc and stopped
 // by Shutdown; the remoting server owns its reactor and worker pools. The
-// route table has a single RWMutex and calls nothing while holding it.
+// route table has a single RWMutex and calls nothing while holding it. The
+// KV configuration has its own RWMutex, held across the save of a change (KV
+// writes are rare operator actions; a route lookup waits for one at most);
+// drains take a mutex of their own first, so the saved record and the table's
+// mark change together.
 package nameserver

@@ -18,7 +18,8 @@ package nameserver
 //     (RouteTable, ErrStaleEpoch). A SUCCESS answer carries ferryMasterEpoch of
 //     the group's master when it registered one.
 //   - otherwise SUCCESS with ext masterAddr and haServerAddr for a slave whose
-//     master is alive, and no body (no ORDER_TOPIC_CONFIG namespace is kept).
+//     master is alive, and as body the KV namespace ORDER_TOPIC_CONFIG as a
+//     KVTable when it has entries (Java brokers read it), else none.
 //
 // UNREGISTER_BROKER: ext brokerName, brokerAddr, clusterName, brokerId
 // (required) → SUCCESS, also when nothing matched; SYSTEM_ERROR when another
@@ -131,6 +132,7 @@ func (s *Server) handleRegisterBroker(_ context.Context, ch remoting.Channel, re
 		// its close callback may already have run: do its work again.
 		s.onClose(ch)
 	}
+	resp.Body = s.orderTopicTable()
 	return resp, nil
 }
 

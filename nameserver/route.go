@@ -4,8 +4,9 @@ package nameserver
 // acceptStandardJsonOnly, irrelevant because the answer is always standard
 // JSON).
 //   - SUCCESS + TopicRouteData JSON (compact, quoted brokerAddrs keys, only
-//     the broker groups hosting the topic) when the topic has queue data of
-//     a registered broker group;
+//     the broker groups hosting the topic, drained groups without the write
+//     bit, orderTopicConf from the KV namespace ORDER_TOPIC_CONFIG when it has
+//     the topic) when the topic has queue data of a registered broker group;
 //   - TOPIC_NOT_EXIST (17) with a remark otherwise (the Go producer then
 //     falls back to the TBW102 route);
 //   - SYSTEM_ERROR when the topic field is missing.
@@ -28,6 +29,7 @@ func (s *Server) handleGetRouteInfo(_ context.Context, _ remoting.Channel, req *
 		return remoting.NewResponse(req, int16(protocol.TopicNotExist),
 			"No topic route info in name server for the topic: "+hdr.Topic), nil
 	}
+	route.OrderTopicConf = s.orderTopicConf(hdr.Topic)
 	body, err := protocol.EncodeTopicRouteData(&route)
 	if err != nil {
 		// Addresses are checked at registration, so this means a bug.

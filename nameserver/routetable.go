@@ -260,6 +260,9 @@ type RouteTable struct {
 		reserved map[string]*liveBroker
 		// reservedIDs indexes reserved by broker name, then id.
 		reservedIDs map[string]map[int64]string
+		// drained are the broker names whose queues routes answer without the
+		// write bit (see drain.go).
+		drained map[string]struct{}
 	}
 }
 
@@ -275,6 +278,7 @@ func NewRouteTable(opts RouteTableOptions) (*RouteTable, error) {
 	t.mu.live = make(map[string]*liveBroker)
 	t.mu.reserved = make(map[string]*liveBroker)
 	t.mu.reservedIDs = make(map[string]map[int64]string)
+	t.mu.drained = make(map[string]struct{})
 	return t, nil
 }
 
@@ -839,9 +843,9 @@ func (t *RouteTable) removeFromClusterLocked(cluster, brokerName string) {
 
 // TopicRoute returns the route of a topic: the queue data of every broker
 // group hosting it that is still registered, and those groups' broker data.
-// It reports false when either list would be empty (TOPIC_NOT_EXIST).
-// orderTopicConf is never set: the name server keeps no ORDER_TOPIC_CONFIG
-// KV namespace.
+// It reports false when either list would be empty (TOPIC_NOT_EXIST). The
+// queue data of a drained broker group (Drain) lack the write bit.
+// orderTopicConf is not set here (the server adds it from its KV config).
 func (t *RouteTable) TopicRoute(topic string) (protocol.TopicRouteData, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -852,7 +856,11 @@ func (t *RouteTable) TopicRoute(topic string) (protocol.TopicRouteData, bool) {
 		if g == nil {
 			continue
 		}
-		route.QueueDatas = append(route.QueueDatas, queues[name])
+		qd := queues[name]
+		if _, ok := t.mu.drained[name]; ok {
+			qd.Perm &^= protocol.PermWrite
+		}
+		route.QueueDatas = append(route.QueueDatas, qd)
 		route.BrokerDatas = append(route.BrokerDatas, g.data(name))
 	}
 	if len(route.QueueDatas) == 0 || len(route.BrokerDatas) == 0 {

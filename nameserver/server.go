@@ -61,6 +61,13 @@ type Options struct {
 	// ACLFile, when set and ACL is nil, is an accounts file the server loads (New fails
 	// on a bad file) and re-reads when it changes; Shutdown stops the watcher.
 	ACLFile string
+	// KVConfigPath is the file (kvConfig.json) that keeps the KV configuration
+	// (PUT_KV_CONFIG: order topic configs, drained brokers) across restarts: New loads
+	// it (a missing file is an empty table, one that does not parse an error wrapping
+	// ErrKVConfig) and every change rewrites it atomically, creating its directory.
+	// Empty: the KV configuration lives in memory only. The command sets
+	// namesrv.kvConfigPath, by default <broker.dataDir>/namesrv/kvConfig.json.
+	KVConfigPath string
 }
 
 // DefaultOptions returns RocketMQ's defaults.
@@ -118,6 +125,9 @@ type Server struct {
 	shutdownErr error
 
 	aclWatcher *acl.Watcher // the accounts file New loaded (Options.ACLFile); nil otherwise
+
+	kv      *kvStore   // the KV configuration (kvconfig.go)
+	drainMu sync.Mutex // serializes drains so the KV record and the table agree (drain.go)
 }
 
 // closeACL stops the accounts-file watcher the server started, if any.
@@ -146,6 +156,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.table = table
+	if s.kv, err = openKVStore(opts.KVConfigPath); err != nil {
+		return nil, err
+	}
+	for name := range s.kv.list(NamespaceDrainedBrokers) {
+		table.Drain(name)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	ro := remoting.DefaultServerOptions()
@@ -172,6 +188,12 @@ func New(opts Options) (*Server, error) {
 		{protocol.GetBrokerClusterInfo, poolAdmin, s.handleGetClusterInfo},
 		{protocol.GetAllTopicListFromNameServer, poolAdmin, s.handleGetAllTopicList},
 		{protocol.DeleteTopicInNameSrv, poolAdmin, s.handleDeleteTopic},
+		{protocol.PutKVConfig, poolAdmin, s.handlePutKVConfig},
+		{protocol.GetKVConfig, poolAdmin, s.handleGetKVConfig},
+		{protocol.DeleteKVConfig, poolAdmin, s.handleDeleteKVConfig},
+		{protocol.GetKVListByNamespace, poolAdmin, s.handleGetKVList},
+		{protocol.WipeWritePermOfBroker, poolAdmin, s.handleWipeWritePerm},
+		{protocol.AddWritePermOfBroker, poolAdmin, s.handleAddWritePerm},
 	}
 	if opts.ACL == nil && opts.ACLFile != "" {
 		wo := acl.DefaultWatcherOptions()

@@ -178,7 +178,7 @@ func TestServerAdminRequests(t *testing.T) {
 	require.Equal(t, int16(protocol.SystemError), resp.Code)
 
 	// Codes the name server does not serve are answered by the remoting layer.
-	resp = invoke(t, c, ns, remoting.NewRequest(int16(protocol.PutKVConfig), nil))
+	resp = invoke(t, c, ns, remoting.NewRequest(int16(protocol.GetTopicsByCluster), nil))
 	require.Equal(t, int16(protocol.RequestCodeNotSupported), resp.Code)
 }
 

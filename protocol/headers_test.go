@@ -188,7 +188,7 @@ func headerCases() []headerCase {
 			required: []string{"timestamp"},
 			typed:    []string{"timestamp"},
 		},
-	}, moreHeaderCases()...)
+	}, append(moreHeaderCases(), writePermHeaderCases()...)...)
 }
 
 func TestHeaderRoundTrip(t *testing.T) {

@@ -22,7 +22,8 @@ func adminCommands(e *env) []*cobra.Command {
 	msg := newMessageCommand(e)
 	msg.AddCommand(newMessageListCommand(e))
 	return []*cobra.Command{newClusterCommand(e), newBrokerCommand(e), newTopicCommand(e),
-		newGroupCommand(e), newConsumerCommand(e), newProducerCommand(e), msg, newDLQCommand(e)}
+		newGroupCommand(e), newConsumerCommand(e), newProducerCommand(e), msg, newDLQCommand(e),
+		newKVCommand(e)}
 }
 
 // withAdmin runs fn with an admin API on a fresh client.
@@ -122,7 +123,8 @@ func newBrokerCommand(e *env) *cobra.Command {
 	}
 	return group("broker", "One broker's state and settings",
 		mk("status", "Run-time statistics: versions, uptime, rates, disk use, damage counters", (*client.Admin).BrokerRuntimeInfo),
-		mk("config", "The broker's settings (RocketMQ property names)", (*client.Admin).BrokerConfig))
+		mk("config", "The broker's settings (RocketMQ property names)", (*client.Admin).BrokerConfig),
+		newBrokerDrainCommand(e, true), newBrokerDrainCommand(e, false))
 }
 
 // oneBroker returns broker, or the master of the only broker group when it is empty.
@@ -376,7 +378,7 @@ func newTopicCommand(e *env) *cobra.Command {
 	}
 	withTopic(status)
 	return group("topic", "Create, change, delete and inspect topics", create, update, del, list, route, status,
-		newTopicStatsCommand(e))
+		newTopicStatsCommand(e), newTopicOrderConfCommand(e))
 }
 
 func newGroupCommand(e *env) *cobra.Command {

@@ -401,6 +401,7 @@ func startNameServer(cfg *conf.Config, log zerolog.Logger, ln net.Listener) (*na
 	if err != nil {
 		return nil, err
 	}
+	nso.KVConfigPath = launch.NameServerKVConfigPath(cfg)
 	ns, err := nameserver.New(nso)
 	if err != nil {
 		return nil, err
