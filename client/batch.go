@@ -56,6 +56,7 @@ type batch struct {
 	done       func([]SendResult, error) // whole batch (SendBatch, single sends)
 	bytes      int
 	lastBroker string // broker of the last failed attempt
+	stick      bool   // retry on lastBroker (WithIdempotence, outcome unknown)
 	lane       *lane  // set for automatic batches
 	p          *Producer
 }

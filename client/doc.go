@@ -34,6 +34,13 @@
 // route fetched less than 100 ms before is kept, so that a dead broker costs the name
 // servers one lookup per 100 ms, not one per failed send.
 //
+// On a topic with a dedup window (the dedupWindow topic attribute), the broker stores a
+// message at most once per id within the window, and WithIdempotence makes the producer
+// use it: a send whose outcome is unknown is retried on the same broker group, a
+// message's queue follows from its id and the id is written into the message, so
+// resending the same Message is the same message to the broker (docs/delivery.md,
+// "Deduplicated sends").
+//
 // # Consuming
 //
 // A PushConsumer is a member of a consumer group in clustering mode: the members split

@@ -80,6 +80,7 @@ type producerOptions struct {
 	compressOver  int
 	selector      QueueSelector
 	noFaultAvoid  bool
+	idempotent    bool
 }
 
 func defaultProducerOptions() producerOptions {
@@ -135,6 +136,26 @@ func WithCompressOver(n int) ProducerOption { return func(o *producerOptions) { 
 func WithoutFaultAvoidance() ProducerOption {
 	return func(o *producerOptions) { o.noFaultAvoid = true }
 }
+
+// WithIdempotence makes every send safe to repeat on topics with a dedup window (the
+// dedupWindow topic attribute, docs/delivery.md), where the broker answers a message it
+// already stored with its first answer and stores nothing:
+//
+//   - a send whose outcome is unknown (no answer: a timeout, a lost connection) is
+//     retried on the same broker group, whose dedup memory knows it, instead of another
+//     (the group's new master after a failover: its memory is refilled from the log);
+//   - the message's id (UNIQ_KEY) is fixed on its first send and written into msg, so
+//     sending the same *message.Message again after an error is the same message to the
+//     broker;
+//   - a message's queue follows from its id (a hash) rather than the round robin, so a
+//     resend goes to the group of the first send (fault avoidance still passes over a
+//     failing group);
+//   - each message goes in its own request (no automatic batching, which the broker
+//     would deduplicate batch by batch); SendBatch still sends one batch, recognised as
+//     a whole by its first message's id.
+//
+// On a topic without a dedup window these retries can still store a message twice.
+func WithIdempotence() ProducerOption { return func(o *producerOptions) { o.idempotent = true } }
 
 // WithSelector makes the producer choose queues with s (HashSelector for ordered
 // messages). Without one, the producer spreads batches round robin.
@@ -251,7 +272,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, done fun
 		}
 		key.queue = int32(i)
 	}
-	if !out.batchable {
+	if !out.batchable || p.opts.idempotent {
 		p.sendOne(ctx, r, key, out, done)
 		return
 	}
@@ -351,6 +372,9 @@ func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
 	out.topic, out.body, out.flag, out.uniq = topic, msg.Body, msg.Flag, msg.UniqKey()
 	if out.uniq == "" {
 		out.uniq = p.c.ids.Next()
+		if p.opts.idempotent {
+			msg.SetUniqKey(out.uniq) // a resend of msg is the same message
+		}
 	}
 	props := out.propsBuf[:0]
 	for k, v := range msg.Properties {
@@ -426,11 +450,15 @@ func (p *Producer) enter() bool {
 // otherwise round robin, passing over brokers the fault table avoids (fault.go) and the
 // broker of the previous failed attempt.
 func (p *Producer) pickQueue(r *topicRoute, key laneKey, avoid string) queue {
+	return p.pickQueueFrom(r, key, avoid, int(p.rr.Add(1)))
+}
+
+// pickQueueFrom is pickQueue with the round robin starting at start.
+func (p *Producer) pickQueueFrom(r *topicRoute, key laneKey, avoid string, start int) queue {
 	if key.queue >= 0 {
 		return r.queues[int(key.queue)%len(r.queues)]
 	}
 	n := len(r.queues)
-	start := int(p.rr.Add(1))
 	for i := range n {
 		if q := r.queues[(start+i)%n]; q.broker != avoid && p.fault.available(q.broker) {
 			return q
@@ -444,10 +472,45 @@ func (p *Producer) pickQueue(r *topicRoute, key laneKey, avoid string) queue {
 	return r.queues[start%n]
 }
 
+// idHash is the FNV-1a hash of a message id, as a non-negative int.
+func idHash(id string) int {
+	h := uint32(2166136261)
+	for i := range len(id) {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return int(h >> 1)
+}
+
+// stickTo returns a queue of the broker group of b's previous attempt, for a retry whose
+// first outcome is unknown under WithIdempotence (the group's dedup memory answers it,
+// whatever the queue); def when the route no longer has the group.
+func (p *Producer) stickTo(r *topicRoute, b *batch, def queue) queue {
+	if def.broker == b.lastBroker {
+		return def
+	}
+	for _, q := range r.queues {
+		if q.broker == b.lastBroker {
+			return q
+		}
+	}
+	return def
+}
+
 // sendBatch sends b (one message: SEND_MESSAGE_V2; more: SEND_BATCH_MESSAGE) as attempt
 // number attempt, retrying retriable failures. It ends one inflight count.
 func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
-	q := p.pickQueue(r, b.key, b.lastBroker)
+	var q queue
+	if p.opts.idempotent {
+		// The queue follows from the message's id, so a resend of the message goes
+		// where its first send went, to the broker group that remembers it.
+		q = p.pickQueueFrom(r, b.key, b.lastBroker, idHash(b.outs[0].uniq))
+	} else {
+		q = p.pickQueue(r, b.key, b.lastBroker)
+	}
+	if b.stick {
+		q = p.stickTo(r, b, q)
+	}
 	var req *remoting.Command
 	if len(b.outs) == 1 {
 		req = p.singleRequest(q, b.outs[0])
@@ -472,7 +535,7 @@ func (p *Producer) sendBatch(r *topicRoute, b *batch, attempt int) {
 				p.c.refreshAfterFailure(r.topic, r) // the broker may be gone: a failover
 			}
 			if retriable && attempt < p.opts.retries && b.ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-				b.lastBroker = q.broker
+				b.lastBroker, b.stick = q.broker, p.opts.idempotent && !answered
 				p.c.forgetRoute(r.topic)
 				if nr, rerr := p.c.route(b.ctx, r.topic); rerr == nil {
 					r = nr

@@ -39,16 +39,22 @@ func runtimeInfo(t *testing.T, addr, key string) string {
 	return kv.Table[key]
 }
 
-// storedCopies counts the records of topic whose UNIQ_KEY is key, once the broker has
-// indexed everything it stored so far.
+// storedCopies counts the records of topic whose UNIQ_KEY is key on the cluster's broker,
+// once it has indexed everything it stored so far.
 func storedCopies(t *testing.T, c *testutil.Cluster, topic, key string) int {
 	t.Helper()
-	st := c.Broker.Store()
+	return copiesOn(t, c.Broker, c.BrokerAddr, topic, key)
+}
+
+// copiesOn counts the records of topic whose UNIQ_KEY is key on broker b at addr.
+func copiesOn(t *testing.T, b *broker.Broker, addr, topic, key string) int {
+	t.Helper()
+	st := b.Store()
 	_, end := st.CommitLogRange()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, st.WaitDispatched(ctx, end))
-	code, recs := newRaw(t, c.BrokerAddr).queryByKey(topic, key, true)
+	code, recs := newRaw(t, addr).queryByKey(topic, key, true)
 	if code == protocol.QueryNotFound {
 		return 0
 	}
@@ -154,4 +160,65 @@ func TestDedupWindowStoresRetriesOnce(t *testing.T) {
 	require.Equal(t, res.OffsetMsgID, rh.MsgID, "answered with the first send's message id")
 	require.Equal(t, res.QueueOffset, rh.QueueOffset)
 	require.Equal(t, 1, storedCopies(t, c, "DedupTopic", res.MsgID))
+}
+
+// TestIdempotentProducerRetriesOnItsGroup: two broker groups hold a topic with a dedup
+// window, and the answer of one send to the first group is lost. Ferry's producer retries
+// on another group by default (the message is then stored once in each); with
+// WithIdempotence it retries on the same group, whose memory answers it: one copy.
+func TestIdempotentProducerRetriesOnItsGroup(t *testing.T) {
+	c := testutil.StartCluster(t)
+	other := c.StartBrokerGroup(t, "broker-b")
+	proxy := testkit.StartProxy(t, c.BrokerAddr)
+	c.SetBrokerConfig(func(cfg *conf.BrokerConfig) { cfg.BrokerName = "dedup-broker" })
+	c.SetBrokerOptions(func(o *broker.Options) { o.AdvertisedAddr = proxy.Addr() })
+	c.RestartBroker(t)
+
+	fc, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithInstanceName(instance("idem")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fc.Close() })
+	const topic = "IdemTopic"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, fc.Admin().CreateTopic(ctx, client.TopicConfig{Name: topic, ReadQueues: 2, WriteQueues: 2,
+		Attributes: map[string]string{"dedupWindow": "10m"}}, client.Target{}))
+
+	// copies sends messages one at a time with the next answer from the proxied group
+	// armed to be lost, until a send went there; it returns how many copies of that
+	// message the two groups hold.
+	copies := func(p *client.Producer, name string) int {
+		for i := range 8 { // both groups' connections open before the cut
+			_, err := p.Send(context.Background(), message.NewMessage(topic, []byte("warm-up")))
+			require.NoError(t, err, "warm-up %d", i)
+		}
+		cuts := proxy.RepliesCut()
+		proxy.CutReplies(1)
+		var res client.SendResult
+		for i := 0; proxy.RepliesCut() == cuts; i++ {
+			require.Less(t, i, 100, "%s: no send reached the proxied group", name)
+			res, err = p.Send(context.Background(), message.NewMessage(topic, []byte(name)))
+			require.NoError(t, err)
+		}
+		return copiesOn(t, c.Broker, c.BrokerAddr, topic, res.MsgID) + copiesOn(t, other.Broker, other.Addr, topic, res.MsgID)
+	}
+	plain, err := fc.NewProducer("idem-plain")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	require.Equal(t, 2, copies(plain, "plain"), "a retry on the other group is another copy")
+
+	idem, err := fc.NewProducer("idem-idem", client.WithIdempotence())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = idem.Close() })
+	require.Equal(t, 1, copies(idem, "idempotent"))
+
+	// The id is fixed on the message: sending it again stores nothing.
+	msg := message.NewMessage(topic, []byte("again"))
+	first, err := idem.Send(context.Background(), msg)
+	require.NoError(t, err)
+	require.Equal(t, first.MsgID, msg.UniqKey())
+	second, err := idem.Send(context.Background(), msg)
+	require.NoError(t, err)
+	require.Equal(t, first.QueueOffset, second.QueueOffset)
+	require.Equal(t, first.BrokerName, second.BrokerName)
+	require.Equal(t, 1, copiesOn(t, c.Broker, c.BrokerAddr, topic, first.MsgID)+copiesOn(t, other.Broker, other.Addr, topic, first.MsgID))
 }
