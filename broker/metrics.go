@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/broker/groupconf"
 	"github.com/ferrymq/ferry/broker/offsets"
 	"github.com/ferrymq/ferry/internal/meter"
@@ -45,6 +46,8 @@ type Metrics struct {
 	// HalfMessages are the prepared transaction messages not yet resolved;
 	// ScheduledMessages the delayed messages parked and not yet delivered.
 	HalfMessages, ScheduledMessages int64
+	// Dedup is the dedup memory of topics with a dedup window (package dedup).
+	Dedup dedup.Stats
 	// RequestBytes is the request memory the remoting server holds and RequestBytesLimit
 	// its bound (Options.MaxRequestBytes).
 	RequestBytes, RequestBytesLimit int64
@@ -173,6 +176,7 @@ func (b *Broker) Metrics() Metrics {
 	m.Master, m.Slave = b.replicationMetrics()
 	if o.Role != RoleSlave {
 		m.HalfMessages = int64(b.tx.Stats().Pending)
+		m.Dedup = b.dedup.Stats()
 	}
 	m.ScheduledMessages = b.scheduledWaiting()
 	if b.server != nil {

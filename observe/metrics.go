@@ -76,6 +76,7 @@ type BrokerCollector struct {
 	flushLatency, badReads, quarantined, scrubs, findings  *prometheus.Desc
 	slaves, replLag, syncStateSet, masterEpoch, masterConn *prometheus.Desc
 	halfMessages, scheduled, requestBytes, requestLimit    *prometheus.Desc
+	dedupKeys, dedupDuplicates, dedupEvicted               *prometheus.Desc
 }
 
 // NewBrokerCollector returns a collector of src.
@@ -137,6 +138,12 @@ func NewBrokerCollector(src BrokerSource) *BrokerCollector {
 		masterConn:  desc("ferry_ha_master_connected", "1 when this slave is connected to its master's HA port, else 0."),
 		halfMessages: desc("ferry_transaction_half_messages",
 			"Prepared transaction messages not yet committed, rolled back or discarded."),
+		dedupKeys: desc("ferry_dedup_keys",
+			"Message keys the broker remembers for topics with a dedupWindow (claims in progress included)."),
+		dedupDuplicates: desc("ferry_dedup_duplicates_total",
+			"Sends to topics with a dedupWindow answered from memory and not stored again, since the broker started."),
+		dedupEvicted: desc("ferry_dedup_evicted_total",
+			"Keys dropped inside their window because broker.dedupMaxKeys was reached, since the broker started."),
 		scheduled: desc("ferry_schedule_messages_waiting",
 			"Delayed messages parked and not yet delivered to their topic."),
 		requestBytes: desc("ferry_remoting_request_bytes",
@@ -153,7 +160,7 @@ func (c *BrokerCollector) descs() []*prometheus.Desc {
 		c.topics, c.groups, c.producerConns, c.consumerConns, c.storageSize, c.flushBehind, c.dispatchBehind,
 		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
 		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
-		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit}
+		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit, c.dedupKeys, c.dedupDuplicates, c.dedupEvicted}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -188,6 +195,9 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.findings, float64(m.Damage.ScrubFindings))
 	gauge(c.halfMessages, float64(m.HalfMessages))
 	gauge(c.scheduled, float64(m.ScheduledMessages))
+	gauge(c.dedupKeys, float64(m.Dedup.Keys))
+	counter(c.dedupDuplicates, float64(m.Dedup.Duplicates))
+	counter(c.dedupEvicted, float64(m.Dedup.Evicted))
 	gauge(c.requestBytes, float64(m.RequestBytes))
 	gauge(c.requestLimit, float64(m.RequestBytesLimit))
 	gauge(c.producerConns, float64(m.ProducerConnections))

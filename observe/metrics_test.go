@@ -277,7 +277,8 @@ func TestMetricsCountTheWorkload(t *testing.T) {
 	for _, name := range []string{"rocketmq_consumer_group_number", "rocketmq_storage_flush_behind_bytes",
 		"rocketmq_storage_dispatch_behind_bytes", "rocketmq_producer_connections", "ferry_storage_bad_reads_total",
 		"ferry_storage_quarantined_ranges", "ferry_storage_disk_used_ratio", "ferry_transaction_half_messages",
-		"ferry_schedule_messages_waiting", "ferry_remoting_request_bytes", "ferry_remoting_request_bytes_limit"} {
+		"ferry_schedule_messages_waiting", "ferry_remoting_request_bytes", "ferry_remoting_request_bytes_limit",
+		"ferry_dedup_keys", "ferry_dedup_duplicates_total", "ferry_dedup_evicted_total"} {
 		_, ok := value(t, fams, name, nil)
 		require.True(t, ok, name)
 	}
