@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
@@ -92,4 +94,41 @@ func TestDedupBatchByItsFirstKey(t *testing.T) {
 	}
 	require.Len(t, f.store.puts, 1)
 	require.Equal(t, answers[0], answers[1])
+}
+
+// BenchmarkSendDedup is the send handler's cost per message (nothing stored: nopStore)
+// to a topic without a dedup window and to one with, each message with its own UNIQ_KEY
+// as clients send them.
+func BenchmarkSendDedup(b *testing.B) {
+	for _, topic := range []string{"T", "D"} {
+		name := map[string]string{"T": "off", "D": "on"}[topic]
+		b.Run(name, func(b *testing.B) {
+			f := newSenderFixture(16)
+			f.s.store = nopStore{}
+			gen := message.NewUniqKeyGenerator(netip.MustParseAddr("127.0.0.1"), 0)
+			reqs := make([]*remoting.Command, 4096)
+			for i := range reqs {
+				props, err := message.EncodeProperties(map[string]string{message.PropertyTags: "a",
+					message.PropertyUniqKey: string(gen.AppendNext(nil))})
+				require.NoError(b, err)
+				h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102", QueueID: 1, Properties: string(props)}
+				reqs[i] = sendRequest(protocol.SendMessageV2, h, make([]byte, 1024))
+			}
+			var ch remoting.Channel = fakeChannel{}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i == len(reqs) { // new keys: a key seen before would be a duplicate
+					b.StopTimer()
+					f.s.dedup, _ = dedup.New(dedup.DefaultOptions())
+					i = 0
+					b.StartTimer()
+				}
+				if _, err := f.s.handleSend(context.Background(), ch, reqs[i]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 }

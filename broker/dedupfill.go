@@ -69,7 +69,7 @@ func (b *Broker) fillQueue(t *dedup.Table, topic string, q int32, from int64, wi
 			if len(key) == 0 || rec.StoreTimestamp < from {
 				continue
 			}
-			t.Remember(topic, string(key), window, time.UnixMilli(rec.StoreTimestamp), dedup.Answer{
+			t.Remember(topic, key, window, time.UnixMilli(rec.StoreTimestamp), dedup.Answer{
 				Code: int16(protocol.Success), MsgID: message.OffsetMsgID(host, rec.PhysicalOffset),
 				QueueID: q, QueueOffset: res.QueueOffsets[i], TransactionID: string(key),
 			})

@@ -153,18 +153,17 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 	if sp.ReplyToClient != nil {
 		s.conns.rememberRequester(sp.ReplyToClient, ch)
 	}
-	var tk *dedup.Ticket
+	var tk dedup.Ticket // the zero Ticket: no claim
 	if window > 0 && kind != sendPrepared && s.dedup != nil {
-		ans, dup, t, err := s.claim(ctx, h.Topic, window, kind, sp, clientKey, recs)
-		switch {
-		case err != nil:
+		var ans dedup.Answer
+		var dup bool
+		if ans, dup, tk, err = s.claim(ctx, h.Topic, window, kind, sp, clientKey, recs); err != nil {
 			return nil, fail(protocol.SystemBusy, "%v", err)
-		case dup:
-			return replay(req, ans), nil
-		case t != nil:
-			tk = t
-			defer tk.Abort() // nothing stored unless Complete ran first
 		}
+		if dup {
+			return replay(req, ans), nil
+		}
+		defer tk.Abort() // nothing stored unless Complete ran first
 	}
 	switch kind {
 	case sendPrepared:
@@ -204,19 +203,17 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 		rh.TransactionID = string(sp.UniqKey)
 	}
 	rh.EncodeExt(&resp.ExtFields)
-	if tk != nil {
-		tk.Complete(dedup.Answer{Code: resp.Code, MsgID: rh.MsgID, QueueID: rh.QueueID,
-			QueueOffset: rh.QueueOffset, TransactionID: rh.TransactionID})
-	}
+	tk.Complete(dedup.Answer{Code: resp.Code, MsgID: rh.MsgID, QueueID: rh.QueueID,
+		QueueOffset: rh.QueueOffset, TransactionID: rh.TransactionID}) // no claim: nothing
 	return resp, nil
 }
 
 // claim asks the dedup table about a send to a topic with a dedup window (package
 // dedup): a duplicate's first answer, or the ticket of a new message. The key is the
 // message's UNIQ_KEY, a batch's that of its first message; a plain message the client
-// sent without one has nothing to match and is not claimed (tk nil).
+// sent without one has nothing to match and is not claimed (tk the zero Ticket).
 func (s *sender) claim(ctx context.Context, topic string, window time.Duration, kind sendKind, sp *message.SendProps,
-	clientKey bool, recs []message.Record) (ans dedup.Answer, dup bool, tk *dedup.Ticket, err error) {
+	clientKey bool, recs []message.Record) (ans dedup.Answer, dup bool, tk dedup.Ticket, err error) {
 	var key []byte
 	switch {
 	case kind == sendBatch:
@@ -225,9 +222,9 @@ func (s *sender) claim(ctx context.Context, topic string, window time.Duration, 
 		key = sp.UniqKey
 	}
 	if len(key) == 0 {
-		return dedup.Answer{}, false, nil, nil
+		return dedup.Answer{}, false, dedup.Ticket{}, nil
 	}
-	return s.dedup.Claim(ctx, topic, string(key), window)
+	return s.dedup.Claim(ctx, topic, key, window)
 }
 
 // replay answers a duplicate send with its first send's answer.

@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -78,10 +79,11 @@ type Stats struct {
 	Evicted    uint64 // keys dropped inside their window because of MaxKeys
 }
 
-// entry is one key's state; done is closed once the claim ends (answered or aborted).
+// entry is one key's state. done, made when a second request waits on a pending claim,
+// is closed once the claim ends (answered or aborted).
 type entry struct {
 	key     string
-	expires int64 // unix nanoseconds; meaningful once answered
+	expires int64 // unix nanoseconds: the claim's time until answered, then its end
 	done    chan struct{}
 	ans     Answer
 	state   uint8
@@ -117,21 +119,29 @@ func New(opts Options) (*Table, error) {
 	return &Table{opts: opts, keys: map[string]*entry{}}, nil
 }
 
-// Ticket is the ownership of a claimed key.
+// Ticket is the ownership of a claimed key; the zero Ticket owns nothing (its Complete
+// and Abort do nothing).
 type Ticket struct {
 	t      *Table
 	e      *entry
 	window time.Duration
 }
 
-// mapKey joins a topic and a UNIQ_KEY.
-func mapKey(topic, uniqKey string) string { return topic + "\x00" + uniqKey }
+// mapKey joins a topic and a UNIQ_KEY in one allocation.
+func mapKey(topic string, uniqKey []byte) string {
+	var b strings.Builder
+	b.Grow(len(topic) + 1 + len(uniqKey))
+	b.WriteString(topic)
+	b.WriteByte(0)
+	b.Write(uniqKey)
+	return b.String()
+}
 
 // Claim decides what a send of uniqKey to topic is (see the package doc): a duplicate
-// (dup true, ans the first answer), or a new message the caller now owns (tk not nil).
-// It waits while another request stores the same key, until ctx ends (then the error is
-// ctx's).
-func (t *Table) Claim(ctx context.Context, topic, uniqKey string, window time.Duration) (ans Answer, dup bool, tk *Ticket, err error) {
+// (dup true, ans the first answer), or a new message the caller now owns (tk is then not
+// the zero Ticket). It waits while another request stores the same key, until ctx ends
+// (then the error is ctx's). Its window counts from the claim.
+func (t *Table) Claim(ctx context.Context, topic string, uniqKey []byte, window time.Duration) (ans Answer, dup bool, tk Ticket, err error) {
 	k := mapKey(topic, uniqKey)
 	for {
 		t.mu.Lock()
@@ -142,27 +152,33 @@ func (t *Table) Claim(ctx context.Context, topic, uniqKey string, window time.Du
 			t.stats.Duplicates++
 			ans := e.ans
 			t.mu.Unlock()
-			return ans, true, nil, nil
+			return ans, true, Ticket{}, nil
 		case ok && e.state == pending:
+			if e.done == nil {
+				e.done = make(chan struct{})
+			}
 			done := e.done
 			t.mu.Unlock()
 			select {
 			case <-done:
 				continue
 			case <-ctx.Done():
-				return Answer{}, false, nil, fmt.Errorf("dedup: waiting for an earlier send of %s: %w", uniqKey, ctx.Err())
+				return Answer{}, false, Ticket{}, fmt.Errorf("dedup: waiting for an earlier send of %s: %w", uniqKey, ctx.Err())
 			}
 		}
-		e = &entry{key: k, done: make(chan struct{})}
+		e = &entry{key: k, expires: now}
 		t.insertLocked(e, now)
 		t.mu.Unlock()
-		return Answer{}, false, &Ticket{t: t, e: e, window: window}, nil
+		return Answer{}, false, Ticket{t: t, e: e, window: window}, nil
 	}
 }
 
 // Complete records the answer of the ticket's send; the key is a duplicate for the window
-// from now. Complete or Abort after either has no effect.
+// from the claim. Complete or Abort after either has no effect.
 func (tk *Ticket) Complete(ans Answer) {
+	if tk.e == nil {
+		return
+	}
 	t := tk.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -170,13 +186,16 @@ func (tk *Ticket) Complete(ans Answer) {
 		return
 	}
 	tk.e.ans, tk.e.state = ans, answered
-	tk.e.expires = t.opts.Now().Add(tk.window).UnixNano()
-	close(tk.e.done)
+	tk.e.expires += int64(tk.window)
+	tk.e.end()
 }
 
 // Abort ends the ticket's claim without an answer: nothing was stored, the key is
 // forgotten. It has no effect after Complete.
 func (tk *Ticket) Abort() {
+	if tk.e == nil {
+		return
+	}
 	t := tk.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -187,13 +206,20 @@ func (tk *Ticket) Abort() {
 	if t.keys[tk.e.key] == tk.e {
 		delete(t.keys, tk.e.key)
 	}
-	close(tk.e.done)
+	tk.e.end()
+}
+
+// end wakes the requests waiting on a claim that ended.
+func (e *entry) end() {
+	if e.done != nil {
+		close(e.done)
+	}
 }
 
 // Remember records an answer given at storedAt (when the broker refills the table after a
 // restart); a key already known keeps its entry, and one whose window has passed is
 // ignored.
-func (t *Table) Remember(topic, uniqKey string, window time.Duration, storedAt time.Time, ans Answer) {
+func (t *Table) Remember(topic string, uniqKey []byte, window time.Duration, storedAt time.Time, ans Answer) {
 	k := mapKey(topic, uniqKey)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -205,9 +231,7 @@ func (t *Table) Remember(topic, uniqKey string, window time.Duration, storedAt t
 	if _, ok := t.keys[k]; ok {
 		return
 	}
-	done := make(chan struct{})
-	close(done)
-	t.insertLocked(&entry{key: k, expires: expires, done: done, ans: ans, state: answered}, now)
+	t.insertLocked(&entry{key: k, expires: expires, ans: ans, state: answered}, now)
 }
 
 // insertLocked adds e, first dropping entries past their window from the head and, when
@@ -216,7 +240,7 @@ func (t *Table) insertLocked(e *entry, now int64) {
 	for t.head < len(t.fifo) {
 		old := t.fifo[t.head]
 		live := t.keys[old.key] == old
-		if live && (old.state != answered || now < old.expires) {
+		if live && (old.state == pending || now < old.expires) {
 			if len(t.keys) < t.opts.MaxKeys {
 				break
 			}

@@ -27,45 +27,51 @@ func newTable(t *testing.T, maxKeys int) (*Table, *clock) {
 func TestClaimCompleteDuplicate(t *testing.T) {
 	tb, c := newTable(t, 100)
 	ctx := context.Background()
-	_, dup, tk, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	_, dup, tk, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup)
 	first := Answer{Code: 0, MsgID: "ID1", QueueID: 2, QueueOffset: 7, TransactionID: "k1"}
 	tk.Complete(first)
 
-	ans, dup, tk2, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	ans, dup, tk2, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.True(t, dup)
-	require.Nil(t, tk2)
+	require.Equal(t, Ticket{}, tk2)
 	require.Equal(t, first, ans)
 
 	// The same key on another topic is another message.
-	_, dup, tk3, err := tb.Claim(ctx, "U", "k1", time.Minute)
+	_, dup, tk3, err := tb.Claim(ctx, "U", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup)
 	tk3.Complete(Answer{MsgID: "ID2"})
 
 	// Past the window the key is new again.
 	c.add(time.Minute)
-	_, dup, tk4, err := tb.Claim(ctx, "T", "k1", time.Minute)
+	_, dup, tk4, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup)
 	tk4.Abort()
 	require.Equal(t, uint64(1), tb.Stats().Duplicates)
 }
 
+func TestZeroTicketOwnsNothing(t *testing.T) {
+	var z Ticket
+	z.Complete(Answer{MsgID: "x"})
+	z.Abort()
+}
+
 func TestAbortForgetsTheKey(t *testing.T) {
 	tb, _ := newTable(t, 100)
 	ctx := context.Background()
-	_, _, tk, err := tb.Claim(ctx, "T", "k", time.Minute)
+	_, _, tk, err := tb.Claim(ctx, "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	tk.Abort()
 	tk.Complete(Answer{MsgID: "late"}) // no effect after Abort
-	_, dup, tk, err := tb.Claim(ctx, "T", "k", time.Minute)
+	_, dup, tk, err := tb.Claim(ctx, "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup, "an aborted send stored nothing: its retry is new")
 	tk.Complete(Answer{MsgID: "stored"})
-	ans, dup, _, err := tb.Claim(ctx, "T", "k", time.Minute)
+	ans, dup, _, err := tb.Claim(ctx, "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.True(t, dup)
 	require.Equal(t, "stored", ans.MsgID)
@@ -83,7 +89,7 @@ func TestConcurrentClaimsStoreOnce(t *testing.T) {
 		wg.Go(func() {
 			for k := range keys {
 				key := strconv.Itoa(k)
-				ans, dup, tk, err := tb.Claim(context.Background(), "T", key, time.Hour)
+				ans, dup, tk, err := tb.Claim(context.Background(), "T", []byte(key), time.Hour)
 				if err != nil {
 					t.Error(err)
 					return
@@ -108,18 +114,18 @@ func TestConcurrentClaimsStoreOnce(t *testing.T) {
 
 func TestClaimWaitsForAPendingSend(t *testing.T) {
 	tb, _ := newTable(t, 100)
-	_, _, owner, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+	_, _, owner, err := tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 
 	// A waiter gives up with its context.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, _, err = tb.Claim(ctx, "T", "k", time.Minute)
+	_, _, _, err = tb.Claim(ctx, "T", []byte("k"), time.Minute)
 	require.ErrorIs(t, err, context.Canceled)
 
 	got := make(chan Answer, 1)
 	go func() {
-		ans, dup, _, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+		ans, dup, _, err := tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 		if err == nil && dup {
 			got <- ans
 		}
@@ -133,18 +139,18 @@ func TestMaxKeysDropsTheOldest(t *testing.T) {
 	tb, _ := newTable(t, 3)
 	ctx := context.Background()
 	for i := range 5 {
-		_, _, tk, err := tb.Claim(ctx, "T", strconv.Itoa(i), time.Hour)
+		_, _, tk, err := tb.Claim(ctx, "T", []byte(strconv.Itoa(i)), time.Hour)
 		require.NoError(t, err)
 		tk.Complete(Answer{MsgID: strconv.Itoa(i)})
 	}
 	st := tb.Stats()
 	require.Equal(t, 3, st.Keys)
 	require.Equal(t, uint64(2), st.Evicted)
-	_, dup, tk, err := tb.Claim(ctx, "T", "0", time.Hour)
+	_, dup, tk, err := tb.Claim(ctx, "T", []byte("0"), time.Hour)
 	require.NoError(t, err)
 	require.False(t, dup, "the oldest key was dropped")
 	tk.Abort()
-	_, dup, _, err = tb.Claim(ctx, "T", "4", time.Hour)
+	_, dup, _, err = tb.Claim(ctx, "T", []byte("4"), time.Hour)
 	require.NoError(t, err)
 	require.True(t, dup, "the newest key is kept")
 }
@@ -153,12 +159,12 @@ func TestExpiredKeysAreDropped(t *testing.T) {
 	tb, c := newTable(t, 1000)
 	ctx := context.Background()
 	for i := range 100 {
-		_, _, tk, err := tb.Claim(ctx, "T", strconv.Itoa(i), time.Second)
+		_, _, tk, err := tb.Claim(ctx, "T", []byte(strconv.Itoa(i)), time.Second)
 		require.NoError(t, err)
 		tk.Complete(Answer{})
 	}
 	c.add(2 * time.Second)
-	_, _, tk, err := tb.Claim(ctx, "T", "new", time.Second)
+	_, _, tk, err := tb.Claim(ctx, "T", []byte("new"), time.Second)
 	require.NoError(t, err)
 	tk.Complete(Answer{})
 	st := tb.Stats()
@@ -168,16 +174,16 @@ func TestExpiredKeysAreDropped(t *testing.T) {
 
 func TestRemember(t *testing.T) {
 	tb, c := newTable(t, 100)
-	tb.Remember("T", "old", time.Minute, c.now().Add(-2*time.Minute), Answer{MsgID: "gone"})
-	tb.Remember("T", "k", time.Minute, c.now().Add(-30*time.Second), Answer{MsgID: "kept", QueueOffset: 3})
-	tb.Remember("T", "k", time.Minute, c.now(), Answer{MsgID: "second"})
+	tb.Remember("T", []byte("old"), time.Minute, c.now().Add(-2*time.Minute), Answer{MsgID: "gone"})
+	tb.Remember("T", []byte("k"), time.Minute, c.now().Add(-30*time.Second), Answer{MsgID: "kept", QueueOffset: 3})
+	tb.Remember("T", []byte("k"), time.Minute, c.now(), Answer{MsgID: "second"})
 	require.Equal(t, 1, tb.Stats().Keys)
-	ans, dup, _, err := tb.Claim(context.Background(), "T", "k", time.Minute)
+	ans, dup, _, err := tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.True(t, dup)
 	require.Equal(t, Answer{MsgID: "kept", QueueOffset: 3}, ans)
 	c.add(31 * time.Second)
-	_, dup, _, err = tb.Claim(context.Background(), "T", "k", time.Minute)
+	_, dup, _, err = tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup, "the window counts from the stored time")
 }
@@ -199,7 +205,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		_, dup, tk, err := tb.Claim(ctx, "bench", keys[i&(len(keys)-1)]+strconv.Itoa(i>>16), time.Minute)
+		_, dup, tk, err := tb.Claim(ctx, "bench", []byte(keys[i&(len(keys)-1)]+strconv.Itoa(i>>16)), time.Minute)
 		if err != nil || dup {
 			b.Fatal(err, dup)
 		}
