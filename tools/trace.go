@@ -82,7 +82,10 @@ func traceTimeline(id string, recs []client.TraceRecord) []traceEventOut {
 		seen[r] = true
 		switch r.Type {
 		case client.TracePub:
-			ev := traceEventOut{Event: traceEventSend, Time: msTime(r.Timestamp), at: r.Timestamp, Group: r.Group,
+			// The Go clients stamp a Pub record when the answer came, Java's when the send
+			// began: the timeline places a send at its beginning (stamp minus cost), before
+			// any consume of its message.
+			ev := traceEventOut{Event: traceEventSend, Time: msTime(r.Timestamp), at: r.Timestamp - r.CostMs, Group: r.Group,
 				ClientHost: r.ClientHost, CostMs: r.CostMs, Success: r.Success, Status: "SEND_FAILED", Region: r.RegionID,
 				Topic: r.Topic, Tags: r.Tags, Keys: r.Keys, BodyLength: r.BodyLength, MsgType: r.MsgType,
 				StoreHost: r.StoreHost, OffsetMsgID: r.OffsetMsgID}
@@ -126,9 +129,24 @@ func traceTimeline(id string, recs []client.TraceRecord) []traceEventOut {
 		case b.at == 0 && a.at != 0:
 			return -1
 		}
-		return cmp.Compare(a.at, b.at)
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(traceEventRank(a.Event), traceEventRank(b.Event)) // same millisecond: send first
 	})
 	return events
+}
+
+// traceEventRank orders events of the same millisecond as they happen to a message.
+func traceEventRank(event string) int {
+	switch event {
+	case traceEventSend:
+		return 0
+	case traceEventEndTx:
+		return 1
+	default:
+		return 2
+	}
 }
 
 // validTraceID checks the shape of a message id: 32 or 56 hex characters.
