@@ -23,7 +23,11 @@ func TestTopicAttributes(t *testing.T) {
 		return w.TopicConfigTable["Dedup"].Attributes
 	}
 	var res map[string]string
-	runJSON(t, ns, &res, "topic", "create", "-t", "Dedup", "--attr", "dedupWindow=10m")
+	runJSON(t, ns, &res, "topic", "create", "-t", "Dedup", "--dedup-window", "10m")
+	require.Equal(t, map[string]string{"dedupWindow": "10m"}, attributes())
+	runJSON(t, ns, &res, "topic", "update", "-t", "Dedup", "--dedup-window", "off")
+	require.Nil(t, attributes())
+	runJSON(t, ns, &res, "topic", "update", "-t", "Dedup", "--attr", "dedupWindow=10m")
 	require.Equal(t, map[string]string{"dedupWindow": "10m"}, attributes())
 	runJSON(t, ns, &res, "topic", "update", "-t", "Dedup", "--attr", "message.type=NORMAL", "--remove-attr", "dedupWindow")
 	require.Equal(t, map[string]string{"message.type": "NORMAL"}, attributes())
