@@ -159,7 +159,7 @@ func (in *Inbox) ConsumeFunc(fn MessageTxFunc, onError func(*client.MessageExt, 
 // Purge deletes the group's rows inserted more than olderThan ago and returns how many.
 // A message redelivered after its row is purged is applied again: keep rows longer than
 // the broker keeps messages (its fileReservedTime, 72 hours by default) when offsets may
-// be reset to the oldest, and at least longer than the retry schedule (about 4.5 hours
+// be reset to the oldest, and at least longer than the retry schedule (almost 5 hours
 // over 16 retries with RocketMQ's delay levels).
 func (in *Inbox) Purge(ctx context.Context, olderThan time.Duration) (int64, error) {
 	return purge(ctx, in.db, in.purge, in.opts.Now, olderThan, in.opts.Table, in.opts.Group)
