@@ -265,10 +265,10 @@ func TestInboxRedelivery(t *testing.T) {
 		}
 		return res
 	})
-	all := func(min int) func() bool {
+	all := func(least int) func() bool {
 		return func() bool {
 			for i := range n {
-				if deliveries.count(string([]byte{'m', byte('0' + i)})) < min {
+				if deliveries.count(string([]byte{'m', byte('0' + i)})) < least {
 					return false
 				}
 			}

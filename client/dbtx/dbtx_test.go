@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,6 +103,7 @@ func TestOptionsValidate(t *testing.T) {
 		"outbox dotted":   OutboxOptions{Table: "s.t"}.Validate(),
 		"outbox dialect":  OutboxOptions{Dialect: Dialect(7)}.Validate(),
 		"outbox negative": OutboxOptions{RollbackAfter: -time.Second}.Validate(),
+		"outbox short":    OutboxOptions{RollbackAfter: 10 * time.Millisecond}.Validate(),
 		"inbox group":     InboxOptions{}.Validate(),
 		"inbox table":     InboxOptions{Group: "G", Table: "1t"}.Validate(),
 		"inbox dialect":   InboxOptions{Group: "G", Dialect: -1}.Validate(),
@@ -181,6 +183,9 @@ func TestOutboxLocalAndChecker(t *testing.T) {
 
 	err = ob.Local(ctx, "PG", "", apply("order-4"))
 	require.ErrorIs(t, err, ErrInvalidOptions)
+	err = ob.Local(ctx, "PG", strings.Repeat("i", 129), apply("order-4"))
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.Zero(t, applied(t, db, "order-4"))
 
 	clk.advance(time.Minute)
 	require.NoError(t, ob.Local(ctx, "PG", "id-5", apply("order-5")))
@@ -253,6 +258,11 @@ func TestInboxHandle(t *testing.T) {
 	require.True(t, skipped, "same order, another message id")
 	_, err = byOrder.Handle(ctx, ext("m5", time.Time{}), apply("c"))
 	require.ErrorIs(t, err, ErrInvalidOptions, "no key")
+	long := ext("m6", time.Time{})
+	long.SetProperty("order", strings.Repeat("x", 129))
+	_, err = byOrder.Handle(ctx, long, apply("c"))
+	require.ErrorIs(t, err, ErrInvalidOptions, "key too long")
+	require.Equal(t, 1, applied(t, db, "c"))
 
 	clk.advance(time.Hour)
 	skipped, err = in.Handle(ctx, ext("m6", time.Time{}), apply("d"))

@@ -90,6 +90,10 @@ func (d Dialect) createTable(table, columns string) []string {
 	}
 }
 
+// maxKeyLen is the longest message id or inbox key: the msg_id columns are VARCHAR(128)
+// (checked before the insert, since MySQL's INSERT IGNORE would truncate a longer one).
+const maxKeyLen = 128
+
 // tableName is what a table name may be: a plain identifier, so that it needs no quoting
 // in any dialect (and the index name derived from it stays one).
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,50}$`)

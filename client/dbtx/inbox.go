@@ -20,7 +20,7 @@ type InboxOptions struct {
 	Table string
 	// Dialect is the database's SQL flavour. Default SQLite.
 	Dialect Dialect
-	// Key returns the deduplication key of a message, at most 128 characters. Default:
+	// Key returns the deduplication key of a message, 1 to 128 bytes. Default:
 	// its message id (UNIQ_KEY), which the producer sets once and keeps across its
 	// retries, and which redeliveries (retry topic, offset reset, rebalance) keep.
 	Key func(*client.MessageExt) string
@@ -107,8 +107,8 @@ func (in *Inbox) Handle(ctx context.Context, msg *client.MessageExt, fn TxFunc) 
 		return false, fmt.Errorf("%w: nil message or function", ErrInvalidOptions)
 	}
 	key := in.opts.Key(msg)
-	if key == "" {
-		return false, fmt.Errorf("%w: message %s has an empty key", ErrInvalidOptions, msg.OffsetMsgID)
+	if key == "" || len(key) > maxKeyLen {
+		return false, fmt.Errorf("%w: message %s: key %q: want 1 to %d bytes", ErrInvalidOptions, msg.OffsetMsgID, key, maxKeyLen)
 	}
 	tx, err := in.db.BeginTx(ctx, nil)
 	if err != nil {

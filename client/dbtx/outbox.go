@@ -38,7 +38,7 @@ type OutboxOptions struct {
 	// database transaction half of it, from the start of Send: a transaction not ready
 	// to commit by then is rolled back, so it cannot commit after the checker answered
 	// rollback (unless the clocks of the producing and the checking hosts differ by more
-	// than the other half). Default one minute.
+	// than the other half). At least a second; default one minute.
 	RollbackAfter time.Duration
 	// Now is the clock; default time.Now. For tests.
 	Now func() time.Time
@@ -67,8 +67,8 @@ func (o OutboxOptions) Validate() error {
 	if err := o.Dialect.validate(); err != nil {
 		return err
 	}
-	if o.RollbackAfter < 0 {
-		return fmt.Errorf("%w: negative RollbackAfter %s", ErrInvalidOptions, o.RollbackAfter)
+	if o.RollbackAfter < time.Second {
+		return fmt.Errorf("%w: RollbackAfter %s, want at least 1s", ErrInvalidOptions, o.RollbackAfter)
 	}
 	return nil
 }
@@ -124,6 +124,11 @@ func (o *Outbox) Table() string { return o.opts.Table }
 // ErrTooSlow, or ErrCommitUnknown, or the errors of tp.SendInTransaction
 // (client.ErrTransactionNotEnded when the outcome did not reach the broker: the checker
 // settles it from the table).
+//
+// msg should carry no UNIQ_KEY, or a new one: SendInTransaction gives each send a fresh
+// id, and the checker would take the row of an earlier send with the same id for this
+// one's. (Resending a message after an error is safe without an id: the earlier send is
+// settled by the check-back, the new one is another transaction.)
 func (o *Outbox) Send(ctx context.Context, tp *client.TransactionProducer, msg *message.Message, fn TxFunc) (client.TransactionResult, error) {
 	if tp == nil || fn == nil {
 		return client.TransactionResult{}, fmt.Errorf("%w: nil producer or function", ErrInvalidOptions)
@@ -161,8 +166,8 @@ func StateOf(err error) client.TransactionState {
 
 // local is Local with the budget counted from start.
 func (o *Outbox) local(ctx context.Context, start time.Time, group, msgID string, fn TxFunc) error {
-	if msgID == "" {
-		return fmt.Errorf("%w: empty message id", ErrInvalidOptions)
+	if msgID == "" || len(msgID) > maxKeyLen {
+		return fmt.Errorf("%w: message id %q: want 1 to %d bytes", ErrInvalidOptions, msgID, maxKeyLen)
 	}
 	deadline := start.Add(o.opts.RollbackAfter / 2)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
