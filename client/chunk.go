@@ -196,7 +196,7 @@ func (p *Producer) sendChunked(ctx context.Context, msg *message.Message, done f
 // sendChunks sends s's chunks in order, each after the previous one is stored. The queue
 // is chosen for chunk 0 (selected: the selector's pick; else round robin, or from the id
 // under WithIdempotence) and kept for the others; a failed chunk is retried on that queue
-// as WithRetries says (chunk 0 may move to another broker, nothing being stored yet).
+// as WithRetries says.
 func (p *Producer) sendChunks(ctx context.Context, s *chunkSpec, selected bool, pick int) (SendResult, error) {
 	r, err := p.c.route(ctx, s.topic)
 	if err != nil {
@@ -219,7 +219,9 @@ func (p *Producer) sendChunks(ctx context.Context, s *chunkSpec, selected bool, 
 			return SendResult{}, err
 		}
 		out := &outgoing{topic: s.topic, body: s.chunkRange(i), props: props, flag: s.flag}
-		res, nq, err := p.sendChunk(ctx, r, q, out, i == 0 && !selected)
+		// Chunk 0 may move to another broker, nothing being stored yet — unless the
+		// producer is idempotent: an unknown outcome is retried on its group.
+		res, nq, err := p.sendChunk(ctx, r, q, out, i == 0 && !selected && !p.opts.idempotent)
 		if err != nil {
 			return SendResult{}, fmt.Errorf("client: chunk %d of %d of message %s: %w", i, s.count, s.id, err)
 		}
