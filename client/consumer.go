@@ -106,6 +106,8 @@ type MessageExt struct {
 	BornHost, StoreHost netip.AddrPort
 	// SysFlag holds the record's message.SysFlag* bits.
 	SysFlag int32
+
+	chunks *chunkSet // a reassembled chunked message: its chunks (chunk_reassemble.go)
 }
 
 // ConsumeFrom says where a consumer group starts in a queue it has no committed offset
@@ -156,6 +158,7 @@ type consumerOptions struct {
 	broadcast     bool
 	offsetsDir    string // broadcasting: where the offsets file lives ("": the default)
 	allocate      AllocateFunc
+	chunks        reassemblyOptions // chunk_reassemble.go
 }
 
 func defaultConsumerOptions() consumerOptions {
@@ -174,6 +177,7 @@ func defaultConsumerOptions() consumerOptions {
 		localRetry:    5 * time.Second,
 		orderlyRetry:  time.Second,
 		allocate:      AllocateAveragely,
+		chunks:        defaultReassemblyOptions(),
 	}
 }
 
@@ -210,6 +214,7 @@ func (o *consumerOptions) validate() error {
 	if o.allocate == nil {
 		bad("nil allocation strategy")
 	}
+	errs = append(errs, o.chunks.validate())
 	return errors.Join(errs...)
 }
 
@@ -400,6 +405,7 @@ type PushConsumer struct {
 	lockKick chan struct{}            // orderly: lock the queues that wait for it now; capacity 1
 	brokers  atomic.Pointer[[]string] // master addresses of the subscribed topics
 	local    *localOffsets            // broadcasting: the offsets file; nil in clustering mode
+	chunks   *reassembler             // chunked messages being put together (chunk_reassemble.go)
 
 	ctx    context.Context // cancelled by Close: pulls, handlers, loops
 	cancel context.CancelFunc
@@ -463,6 +469,7 @@ func (c *Client) NewPushConsumer(group, topic, expr string, handler ConsumeFunc,
 		kick:     make(chan struct{}, 1),
 		lockKick: make(chan struct{}, 1),
 	}
+	pc.chunks = newReassembler(o.chunks, &pc.log)
 	if o.broadcast {
 		dir := o.offsetsDir
 		if dir == "" {
@@ -671,7 +678,9 @@ func (pc *PushConsumer) consume(t *consumeTask) {
 	var done, failed []*MessageExt
 	for _, m := range t.msgs {
 		if err := pc.sendBack(ctx, t.q, m, 0); err != nil {
-			pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("send back failed; retrying locally")
+			if !errors.Is(err, errChunkedRetryLocally) {
+				pc.log.Warn().Err(err).Str("msgID", m.MsgID).Msg("send back failed; retrying locally")
+			}
 			failed = append(failed, m)
 		} else {
 			done = append(done, m)
@@ -700,6 +709,9 @@ func (pc *PushConsumer) call(msgs []*MessageExt) (res ConsumeResult) {
 // reconsume times, or into %DLQ%<group> once it has been reconsumed max reconsume times;
 // with delay level -1 (orderly consumers) straight into %DLQ%<group>.
 func (pc *PushConsumer) sendBack(ctx context.Context, q *processQueue, m *MessageExt, delayLevel int32) error {
+	if m.chunks != nil {
+		return pc.sendBackChunked(ctx, q, m, delayLevel) // chunk_reassemble.go
+	}
 	maxRe := int32(pc.opts.maxReconsume)
 	h := protocol.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: pc.group, DelayLevel: delayLevel,
 		OriginMsgID: m.MsgID, OriginTopic: pc.c.nsWrap(m.Topic), MaxReconsumeTimes: &maxRe, BrokerName: m.Queue.BrokerName}

@@ -41,6 +41,25 @@
 // resending the same Message is the same message to the broker (docs/delivery.md,
 // "Deduplicated sends").
 //
+// # Large messages
+//
+// Send and SendAsync send a body over the max body size (WithMaxBodySize, the broker's
+// 4 MiB) in chunks, up to WithMaxMessageSize (256 MiB): the body, compressed as a whole
+// when that helps, is cut into chunks of at most the max body size, sent in order, one at
+// a time, to one queue; each chunk is an ordinary message with the original properties
+// and PropertyChunkID, PropertyChunkIndex, PropertyChunkCount, PropertyChunkSize,
+// PropertyChunkBodySize and PropertyChunkZlib. The SendResult is the whole message's (its
+// id, its first chunk's queue and offsets, and Chunks). A send failing mid-way leaves
+// orphan chunks that consumers drop.
+//
+// Every consumer reassembles the chunks into one MessageExt before the application sees
+// it, bounded by WithChunkReassembly (512 MiB of partial messages; a partial message is
+// dropped 10,000 offsets or 5 minutes after its last chunk), and never commits past the
+// first chunk of a message not yet consumed whole (PullResult.CommitOffset for a
+// PullConsumer). A push consumer retries a failed chunked message locally and then sends
+// every chunk to the dead-letter topic. Official consumers see the chunks
+// (docs/compatibility.md); docs/delivery.md, "Large messages", has the details.
+//
 // # Consuming
 //
 // A PushConsumer is a member of a consumer group in clustering mode: the members split
@@ -207,7 +226,8 @@
 // queue's bounds; PullWait lets the broker hold the request until a message arrives.
 // FetchQueues lists a topic's queues; CommittedOffset and CommitOffset read and write
 // the group's offsets, MinOffset, MaxOffset and OffsetByTime the queue's. It joins no
-// group and keeps no state but broker addresses.
+// group and keeps no state but broker addresses and the chunked messages it is
+// reassembling.
 //
 // A LitePullConsumer (Client.NewLitePullConsumer, like RocketMQ's
 // DefaultLitePullConsumer) pulls in the background and hands messages out through Poll:

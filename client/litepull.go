@@ -113,8 +113,9 @@ type liteQueue struct {
 	started    bool  // next is known
 	next       int64 // where the next pull starts
 	gen        uint64
-	buf        []*MessageExt // pulled, not yet polled, by offset
+	buf        []*MessageExt // pulled, not yet polled, by offset (a reassembled message: of its last chunk)
 	bytes      int           // their body bytes
+	held       int64         // first chunk of the oldest partial chunked message; -1: none (chunk_reassemble.go)
 	pullCancel context.CancelFunc
 
 	committed   int64  // last committed offset (-1: none); guarded by LitePullConsumer.commitMu
@@ -187,6 +188,7 @@ func (c *Client) NewLitePullConsumer(group string, opts ...LitePullOption) (*Lit
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	pull.chunks = newReassembler(o.chunks, &c.log)
 	all, _ := newSubscription("", protocol.SubscribeAll, false)
 	lc := &LitePullConsumer{
 		c: c, group: group, pull: pull, opts: o, all: all,
@@ -425,7 +427,8 @@ func (lc *LitePullConsumer) Seek(mq MessageQueue, offset int64) error {
 	}
 	q.started, q.next = true, offset
 	q.gen++
-	q.buf, q.bytes = nil, 0
+	q.buf, q.bytes, q.held = nil, 0, -1
+	lc.pull.chunks.forget(mq)
 	if q.pullCancel != nil {
 		q.pullCancel()
 		q.pullCancel = nil
@@ -563,7 +566,7 @@ func (lc *LitePullConsumer) applyLocked(scope func(MessageQueue) bool, want map[
 		if _, ok := lc.mu.queues[mq]; ok {
 			continue
 		}
-		q := &liteQueue{mq: mq, sub: sub, wake: make(chan struct{}, 1), committed: -1}
+		q := &liteQueue{mq: mq, sub: sub, wake: make(chan struct{}, 1), committed: -1, held: -1}
 		lc.mu.queues[mq] = q
 		lc.mu.order = append(lc.mu.order, q)
 		added = true
@@ -585,6 +588,7 @@ func (lc *LitePullConsumer) applyLocked(scope func(MessageQueue) bool, want map[
 // mu.
 func (lc *LitePullConsumer) dropLocked(q *liteQueue) {
 	delete(lc.mu.queues, q.mq)
+	lc.pull.chunks.forget(q.mq)
 	lc.log.Info().Str("queue", q.mq.String()).Msg("queue dropped")
 	if q.cancel == nil {
 		return // never started
@@ -592,11 +596,7 @@ func (lc *LitePullConsumer) dropLocked(q *liteQueue) {
 	q.cancel()
 	if !lc.opts.manualCommit {
 		if q.started {
-			reached := q.next
-			if len(q.buf) > 0 {
-				reached = q.buf[0].QueueOffset
-			}
-			lc.mu.reached[q.mq] = reached
+			lc.mu.reached[q.mq] = q.floorLocked()
 		}
 		lc.wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), lc.c.opts.RequestTimeout)
@@ -727,14 +727,17 @@ func (lc *LitePullConsumer) record(q *liteQueue, gen uint64, from int64, res Pul
 	}
 	added := false
 	for _, m := range res.Messages {
-		if m.QueueOffset < from || len(q.buf) > 0 && m.QueueOffset <= q.buf[len(q.buf)-1].QueueOffset {
+		if m.lastOffset() < from || len(q.buf) > 0 && m.lastOffset() <= q.buf[len(q.buf)-1].lastOffset() {
 			continue // never out of order; a broker repeating itself is ignored
 		}
 		q.buf = append(q.buf, m)
 		q.bytes += len(m.Body)
 		added = true
 	}
-	q.next = res.NextOffset
+	q.next, q.held = res.NextOffset, -1
+	if res.CommitOffset < res.NextOffset {
+		q.held = res.CommitOffset
+	}
 	lc.mu.Unlock()
 	if res.Status == PullOffsetIllegal {
 		lc.log.Warn().Str("queue", q.mq.String()).Int64("from", from).Int64("to", res.NextOffset).Msg("offset moved")
@@ -753,10 +756,7 @@ func (lc *LitePullConsumer) commitOffset(q *liteQueue) (offset int64, ok bool) {
 	if !q.started {
 		return 0, false
 	}
-	if len(q.buf) > 0 {
-		return q.buf[0].QueueOffset, true
-	}
-	return q.next, true
+	return q.floorLocked(), true
 }
 
 // commit commits the offsets of qs that moved since their last commit, or whose last

@@ -28,6 +28,9 @@ type SendResult struct {
 	QueueID    int32
 	// QueueOffset is the message's offset in that queue.
 	QueueOffset int64
+	// Chunks is how many chunks a message over the max body size was sent in (chunk.go);
+	// OffsetMsgID and QueueOffset are then its first chunk's. 0: not chunked.
+	Chunks int
 }
 
 // MessageQueue names one queue of a topic, as a QueueSelector sees it.
@@ -78,6 +81,7 @@ type producerOptions struct {
 	retries       int
 	maxBodySize   int
 	compressOver  int
+	maxMsgSize    int // larger bodies are refused; those over maxBodySize are chunked (chunk.go)
 	selector      QueueSelector
 	noFaultAvoid  bool
 	idempotent    bool
@@ -90,6 +94,7 @@ func defaultProducerOptions() producerOptions {
 		batchMessages: 1024,
 		retries:       2,
 		maxBodySize:   message.DefaultMaxBodySize,
+		maxMsgSize:    DefaultMaxMessageSize,
 		compressOver:  4 << 10,
 	}
 }
@@ -103,8 +108,8 @@ func (o *producerOptions) validate() error {
 	if o.batchBytes <= 0 || o.batchMessages <= 0 || o.batchMessages > 65536 {
 		errs = append(errs, fmt.Errorf("%w: batch limits %d bytes / %d messages (1..65536)", ErrInvalidOptions, o.batchBytes, o.batchMessages))
 	}
-	if o.retries < 0 || o.maxBodySize <= 0 || o.compressOver <= 0 {
-		errs = append(errs, fmt.Errorf("%w: retries, max body size and compression threshold", ErrInvalidOptions))
+	if o.retries < 0 || o.maxBodySize <= 0 || o.compressOver <= 0 || o.maxMsgSize < 0 {
+		errs = append(errs, fmt.Errorf("%w: retries, max body and message sizes and compression threshold", ErrInvalidOptions))
 	}
 	return errors.Join(errs...)
 }
@@ -124,7 +129,9 @@ func WithBatchLimits(bytes, messages int) ProducerOption {
 // another broker when the producer picks the queue (default 2).
 func WithRetries(n int) ProducerOption { return func(o *producerOptions) { o.retries = n } }
 
-// WithMaxBodySize refuses larger bodies before sending (default 4 MiB, the broker's).
+// WithMaxBodySize sets the largest body sent as one message (default 4 MiB, the
+// broker's); Send and SendAsync send a larger one in chunks (chunk.go, up to
+// WithMaxMessageSize), the other sends refuse it.
 func WithMaxBodySize(n int) ProducerOption { return func(o *producerOptions) { o.maxBodySize = n } }
 
 // WithCompressOver compresses (zlib) bodies larger than n bytes (default 4 KiB).
@@ -252,6 +259,10 @@ func (p *Producer) Send(ctx context.Context, msg *message.Message) (SendResult, 
 // SendAsync sends msg and calls done exactly once with its result, on a client goroutine
 // (done must not block for long). ctx bounds the whole send, retries included.
 func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, done func(SendResult, error)) {
+	if len(msg.Body) > p.opts.maxBodySize {
+		p.sendChunked(ctx, msg, done) // chunk.go
+		return
+	}
 	out, err := p.prepare(msg)
 	if err != nil {
 		done(SendResult{}, err)

@@ -132,7 +132,7 @@ func TestSendSyncAsyncBatchAndOneway(t *testing.T) {
 func TestIllegalMessagesAreRefusedClientSide(t *testing.T) {
 	c := testutil.StartCluster(t)
 	cl := newTestClient(t, c)
-	p, err := cl.NewProducer("PG", WithMaxBodySize(1024))
+	p, err := cl.NewProducer("PG", WithMaxBodySize(1024), WithMaxMessageSize(1536))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, p.Close()) }()
 	_, err = p.Send(context.Background(), message.NewMessage("bad topic!", []byte("x")))

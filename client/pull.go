@@ -36,6 +36,7 @@ type pendingMsg struct {
 	offset int64
 	size   int
 	done   bool
+	chunk  bool // a chunk not yet part of a reassembled message: not in count and bytes
 }
 
 // processQueue is one owned queue: its pull loop's state and its window of pulled
@@ -75,6 +76,7 @@ type processQueue struct {
 		window  []pendingMsg // pulled messages by offset; the head is never done
 		count   int          // messages in window not done
 		bytes   int          // their body bytes
+		chunks  int          // chunks in window not done and not counted (chunk_reassemble.go)
 
 		buf      []*MessageExt // orderly: pulled messages not yet consumed, by offset
 		lockedAt time.Time     // orderly clustering: when the broker last granted the lock; zero: not held
@@ -190,9 +192,19 @@ func (q *processQueue) advance(msgs []*MessageExt, next int64) []*MessageExt {
 			}
 			continue
 		}
-		q.mu.window = append(q.mu.window, pendingMsg{offset: m.QueueOffset, size: len(m.Body)})
-		q.mu.count++
-		q.mu.bytes += len(m.Body)
+		if isChunk(m) {
+			// Counted once reassembled (chunk_reassemble.go); until then the
+			// reassembly's memory limit bounds it.
+			q.mu.window = append(q.mu.window, pendingMsg{offset: m.QueueOffset, chunk: true})
+			q.mu.chunks++
+		} else {
+			q.mu.window = append(q.mu.window, pendingMsg{offset: m.QueueOffset, size: len(m.Body)})
+			q.mu.count++
+			q.mu.bytes += len(m.Body)
+			if q.pc.opts.orderly {
+				q.mu.buf = append(q.mu.buf, m)
+			}
+		}
 		if in != nil {
 			in = append(in, m)
 		}
@@ -200,29 +212,62 @@ func (q *processQueue) advance(msgs []*MessageExt, next int64) []*MessageExt {
 	if in == nil {
 		in = msgs
 	}
-	if q.pc.opts.orderly {
-		q.mu.buf = append(q.mu.buf, in...)
-	}
 	q.mu.next = next
 	return in
 }
 
-// markDone removes consumed messages from the window and wakes a pull loop waiting for
-// room.
+// markDone removes consumed messages (a reassembled one: all its chunks) from the window
+// and wakes a pull loop waiting for room.
 func (q *processQueue) markDone(msgs []*MessageExt) {
 	if len(msgs) == 0 {
 		return
 	}
 	q.mu.Lock()
-	w := q.mu.window
 	for _, m := range msgs {
-		i := sort.Search(len(w), func(i int) bool { return w[i].offset >= m.QueueOffset })
-		if i < len(w) && w[i].offset == m.QueueOffset && !w[i].done {
-			w[i].done = true
-			q.mu.count--
-			q.mu.bytes -= w[i].size
-		}
+		m.eachOffset(q.doneLocked)
 	}
+	q.trimLocked()
+}
+
+// markOffsets is markDone of the messages at offsets.
+func (q *processQueue) markOffsets(offsets []int64) {
+	if len(offsets) == 0 {
+		return
+	}
+	q.mu.Lock()
+	for _, o := range offsets {
+		q.doneLocked(o)
+	}
+	q.trimLocked()
+}
+
+// findLocked is the index of offset in the window; the caller holds q.mu.
+func (q *processQueue) findLocked(offset int64) (int, bool) {
+	w := q.mu.window
+	i := sort.Search(len(w), func(i int) bool { return w[i].offset >= offset })
+	return i, i < len(w) && w[i].offset == offset
+}
+
+// doneLocked marks the message at offset done; the caller holds q.mu.
+func (q *processQueue) doneLocked(offset int64) {
+	i, ok := q.findLocked(offset)
+	if !ok || q.mu.window[i].done {
+		return
+	}
+	e := &q.mu.window[i]
+	e.done = true
+	if e.chunk {
+		q.mu.chunks--
+	} else {
+		q.mu.count--
+		q.mu.bytes -= e.size
+	}
+}
+
+// trimLocked removes the done head of the window, unlocks q.mu and wakes a pull loop
+// waiting for room.
+func (q *processQueue) trimLocked() {
+	w := q.mu.window
 	head := 0
 	for head < len(w) && w[head].done {
 		head++
@@ -246,7 +291,7 @@ func (q *processQueue) full() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.mu.count >= o.cacheMessages || q.mu.bytes >= o.cacheBytes ||
-		len(q.mu.window) >= max(2000, 2*o.cacheMessages)
+		len(q.mu.window)-q.mu.chunks >= max(2000, 2*o.cacheMessages)
 }
 
 // pullLoop is the queue's goroutine: find the start offset, then pull and dispatch until
@@ -254,6 +299,7 @@ func (q *processQueue) full() bool {
 func (q *processQueue) pullLoop() {
 	defer q.pulling.Done()
 	pc := q.pc
+	defer pc.chunks.forget(q) // its partial chunked messages: the queue is no longer consumed
 	if !q.waitTurn() {
 		return
 	}
@@ -373,13 +419,13 @@ func (q *processQueue) pullOnce() ([]*MessageExt, error) {
 				Msg("offset moved")
 		}
 		q.advance(nil, ans.next)
-		return nil, nil
+		return q.reassemble(nil), nil // gives up partial messages past their bounds
 	}
 	msgs, err := q.decode(ans.body)
 	if err != nil {
 		return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 	}
-	return q.advance(msgs, ans.next), nil
+	return q.reassemble(q.advance(msgs, ans.next)), nil
 }
 
 // decode turns a pull body into messages, keeping those the subscription wants; a

@@ -78,6 +78,10 @@ type PullResult struct {
 	// NextOffset is where the next pull of the queue starts: after the last message read
 	// (filtered ones included), or the corrected offset of PullOffsetIllegal.
 	NextOffset int64
+	// CommitOffset is the offset to commit once Messages are handled: NextOffset, or the
+	// first chunk of a chunked message of the queue still being reassembled
+	// (chunk_reassemble.go), which must be read again after a restart.
+	CommitOffset int64
 	// MinOffset is the queue's smallest stored offset; MaxOffset the next one to be
 	// written, both as the broker answered.
 	MinOffset, MaxOffset int64
@@ -90,8 +94,9 @@ type PullResult struct {
 // use. For a consumer that pulls in the background and takes its share of a group's
 // queues, see LitePullConsumer.
 type PullConsumer struct {
-	c     *Client
-	group string
+	c      *Client
+	group  string
+	chunks *reassembler // chunked messages being put together, by queue (chunk_reassemble.go)
 
 	addrs struct {
 		sync.Mutex
@@ -106,13 +111,22 @@ type brokerGroup struct {
 	learned time.Time
 }
 
-// NewPullConsumer returns a pull consumer of group. It contacts nobody.
-func (c *Client) NewPullConsumer(group string) (*PullConsumer, error) {
+// NewPullConsumer returns a pull consumer of group. It contacts nobody. Of the consumer
+// options only WithChunkReassembly applies: chunked messages are reassembled across the
+// pulls of a queue.
+func (c *Client) NewPullConsumer(group string, opts ...ConsumerOption) (*PullConsumer, error) {
 	group = c.nsWrap(group) // namespace.go
 	if err := protocol.ValidateGroup(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	p := &PullConsumer{c: c, group: group}
+	o := defaultConsumerOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.chunks.validate(); err != nil {
+		return nil, err
+	}
+	p := &PullConsumer{c: c, group: group, chunks: newReassembler(o.chunks, &c.log)}
 	p.addrs.m = make(map[string]brokerGroup)
 	p.addrs.suggested = make(map[MessageQueue]int64)
 	return p, nil
@@ -208,6 +222,8 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 	p.suggest(mq, ans.suggested)
 	res := PullResult{Status: ans.status, NextOffset: ans.next, MinOffset: ans.min, MaxOffset: ans.max}
 	if res.Status != PullFound {
+		p.chunks.feed(mq, nil) // gives up partial messages past their bounds
+		p.setCommitOffset(mq, &res)
 		return res, nil
 	}
 	// Dropped: what the broker's hash filter let through by collision, and half or
@@ -216,10 +232,12 @@ func (p *PullConsumer) pull(ctx context.Context, mq MessageQueue, offset int64, 
 	if err != nil {
 		return PullResult{}, fmt.Errorf("client: pull %s at %d from %s: %w", mq, offset, addr, err)
 	}
+	res.Messages, _ = p.chunks.feed(mq, res.Messages) // chunk_reassemble.go
 	if len(res.Messages) == 0 {
 		res.Status = PullNoMatchedMessage
 	}
 	p.c.nsStripMessages(res.Messages)
+	p.setCommitOffset(mq, &res)
 	return res, nil
 }
 
