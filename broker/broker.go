@@ -194,6 +194,7 @@ func (b *Broker) openParts() error {
 	so.StoreHost = netip.MustParseAddrPort(o.AdvertisedAddr)
 	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
 	so.Notify = b.dispatched
+	so.Retention = b.retentionOf
 	if o.MetricsEnable {
 		so.FS = &syncTimedFS{FS: so.FS, dir: filepath.Join(filepath.Clean(so.Dir), store.CommitLogDirName), h: b.meters.flush}
 	}
@@ -267,7 +268,8 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 		counts = b.meters
 	}
 	b.pull = newPuller(&puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates, counts: counts},
+		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates, counts: counts,
+		skips: &pullSkips{log: b.log}},
 		o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.polls = b.pull.polls
 
@@ -312,6 +314,10 @@ func (b *Broker) damageInfo() map[string]string {
 		"ferryScrubs":            strconv.FormatInt(d.Scrubs, 10),
 		"ferryScrubFindings":     strconv.FormatInt(d.ScrubFindings, 10),
 	}
+	rm := b.retentionMetrics()
+	m["ferryRetentionExpired"] = strconv.FormatInt(rm.Expired, 10)
+	m["ferryPullOffsetTooSmall"] = strconv.FormatInt(rm.SkippedPulls, 10)
+	m["ferryPullSkippedMessages"] = strconv.FormatInt(rm.SkippedMessages, 10)
 	if b.dedup != nil {
 		st := b.dedup.Stats()
 		m["ferryDedupKeys"] = strconv.Itoa(st.Keys)

@@ -45,6 +45,8 @@ type Metrics struct {
 	// HalfMessages are the prepared transaction messages not yet resolved;
 	// ScheduledMessages the delayed messages parked and not yet delivered.
 	HalfMessages, ScheduledMessages int64
+	// Retention is the per-topic retention and consumer-skip counters.
+	Retention RetentionMetrics
 	// RequestBytes is the request memory the remoting server holds and RequestBytesLimit
 	// its bound (Options.MaxRequestBytes).
 	RequestBytes, RequestBytesLimit int64
@@ -175,6 +177,7 @@ func (b *Broker) Metrics() Metrics {
 		m.HalfMessages = int64(b.tx.Stats().Pending)
 	}
 	m.ScheduledMessages = b.scheduledWaiting()
+	m.Retention = b.retentionMetrics()
 	if b.server != nil {
 		m.RequestBytes, m.RequestBytesLimit = b.server.RequestBytes(), b.server.RequestBytesLimit()
 	}

@@ -76,6 +76,7 @@ type BrokerCollector struct {
 	flushLatency, badReads, quarantined, scrubs, findings  *prometheus.Desc
 	slaves, replLag, syncStateSet, masterEpoch, masterConn *prometheus.Desc
 	halfMessages, scheduled, requestBytes, requestLimit    *prometheus.Desc
+	retentionExpired, skippedPulls, skippedMessages        *prometheus.Desc
 }
 
 // NewBrokerCollector returns a collector of src.
@@ -139,6 +140,12 @@ func NewBrokerCollector(src BrokerSource) *BrokerCollector {
 			"Prepared transaction messages not yet committed, rolled back or discarded."),
 		scheduled: desc("ferry_schedule_messages_waiting",
 			"Delayed messages parked and not yet delivered to their topic."),
+		retentionExpired: desc("ferry_retention_expired_messages_total",
+			"Messages per-topic retention (retentionTime, retentionBytes) moved consume-queue minimums past since the store opened."),
+		skippedPulls: desc("ferry_pull_offset_too_small_total",
+			"Pulls whose offset was below the queue's minimum (retention or cleanup), answered with the minimum as the next offset."),
+		skippedMessages: desc("ferry_pull_skipped_messages_total",
+			"Messages consumers skipped because their offset was below the queue's minimum: the minimum minus the offset, summed."),
 		requestBytes: desc("ferry_remoting_request_bytes",
 			"Bytes of request frames the broker holds (being received, queued or handled)."),
 		requestLimit: desc("ferry_remoting_request_bytes_limit",
@@ -153,7 +160,8 @@ func (c *BrokerCollector) descs() []*prometheus.Desc {
 		c.topics, c.groups, c.producerConns, c.consumerConns, c.storageSize, c.flushBehind, c.dispatchBehind,
 		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
 		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
-		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit}
+		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit,
+		c.retentionExpired, c.skippedPulls, c.skippedMessages}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -188,6 +196,9 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.findings, float64(m.Damage.ScrubFindings))
 	gauge(c.halfMessages, float64(m.HalfMessages))
 	gauge(c.scheduled, float64(m.ScheduledMessages))
+	counter(c.retentionExpired, float64(m.Retention.Expired))
+	counter(c.skippedPulls, float64(m.Retention.SkippedPulls))
+	counter(c.skippedMessages, float64(m.Retention.SkippedMessages))
 	gauge(c.requestBytes, float64(m.RequestBytes))
 	gauge(c.requestLimit, float64(m.RequestBytesLimit))
 	gauge(c.producerConns, float64(m.ProducerConnections))
