@@ -58,6 +58,7 @@ type Broker struct {
 	// The parts, opened by New in this order.
 	store   *store.Store
 	sched   *schedule.Service
+	cancels *cancelHandler // FERRY_CANCEL_SCHEDULED (schedcancel.go)
 	tx      *transaction.Service
 	topics  *topicconf.Manager
 	groups  *groupconf.Manager
@@ -299,6 +300,7 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 	b.reply = &replier{send: b.send, clients: b.clients, conns: b.conns, store: o.StoreReplyMessageEnable,
 		timeout: replyPushTimeout, log: b.log}
 	b.epochs = &epochCacheHandler{opts: o, log: b.store.CommitLog()}
+	b.cancels = &cancelHandler{store: b.store, logEnd: b.store.CommitLog().MaxOffset, sched: b.sched, host: host, clock: o.Clock, log: b.log}
 	if o.ACL != nil {
 		b.gate = acl.NewGate(o.ACL, b.log)
 	}
