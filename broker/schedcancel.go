@@ -134,18 +134,18 @@ func (h *cancelHandler) findParked(id string, begin, end int64) (*schedule.Parke
 			return nil, "", err
 		}
 		var p *schedule.Parked
-		var real string
+		var realTopic string
 		if len(res.Records) > 0 {
 			rec, _, err := message.DecodeRecord(res.Records[0])
 			if err == nil {
 				p = &schedule.Parked{ID: id, Topic: topic, QueueID: rec.QueueID, QueueOffset: rec.QueueOffset}
 				v, _ := rec.Property(message.PropertyRealTopic)
-				real = string(v)
+				realTopic = string(v)
 			}
 		}
 		res.Release()
 		if p != nil {
-			return p, real, nil
+			return p, realTopic, nil
 		}
 	}
 	return nil, "", nil

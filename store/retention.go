@@ -91,8 +91,11 @@ func (s *Store) loadRetention() error {
 		return fmt.Errorf("store: read retention file: %w", err)
 	}
 	var f retentionFile
-	if err := json.Unmarshal(data, &f); err != nil || f.Version != retentionFileVersion {
-		return fmt.Errorf("%w: retention file %s: version %d, %v", ErrRetentionFile, s.opts.retentionPath(), f.Version, err)
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrRetentionFile, s.opts.retentionPath(), err)
+	}
+	if f.Version != retentionFileVersion {
+		return fmt.Errorf("%w: %s: version %d, not %d", ErrRetentionFile, s.opts.retentionPath(), f.Version, retentionFileVersion)
 	}
 	for topic, queues := range f.Queues {
 		for id, off := range queues {

@@ -148,4 +148,7 @@ func TestRetentionFileCorrupt(t *testing.T) {
 	require.NoError(t, o.FS.WriteFileAtomic(o.retentionPath(), []byte("{")))
 	_, err := Open(o)
 	require.ErrorIs(t, err, ErrRetentionFile)
+	require.NoError(t, o.FS.WriteFileAtomic(o.retentionPath(), []byte(`{"version":2,"queues":{}}`)))
+	_, err = Open(o)
+	require.ErrorIs(t, err, ErrRetentionFile, "a newer format is not guessed at")
 }
