@@ -119,6 +119,7 @@ func Rules() []Rule {
 		// Administration (RocketMQ's Permission.ADMIN_CODE, plus Ferry's additions).
 		admin(c(protocol.UpdateAndCreateTopic), "UPDATE_AND_CREATE_TOPIC", false),
 		admin(c(protocol.UpdateAndCreateTopicList), "UPDATE_AND_CREATE_TOPIC_LIST", true),
+		admin(c(protocol.FerryCancelScheduled), "FERRY_CANCEL_SCHEDULED", true),
 		admin(c(protocol.UpdateBrokerConfig), "UPDATE_BROKER_CONFIG", false),
 		admin(c(protocol.GetBrokerConfig), "GET_BROKER_CONFIG", true),
 		admin(codeUpdateAndCreateACLConfig, "UPDATE_AND_CREATE_ACL_CONFIG", false),

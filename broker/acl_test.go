@@ -400,6 +400,8 @@ func probeCases() map[protocol.RequestCode][]probeCase {
 			&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: sharedGroup, ClientID: adminClient}, nil)}},
 		protocol.GetBrokerEpochCache: {{name: "epoch cache", want: denied, adminSees: true, adminMark: "epochList",
 			req: fixed(protocol.GetBrokerEpochCache, nil, nil)}},
+		protocol.FerryCancelScheduled: {{name: "cancel a scheduled message of the secret topic", want: denied,
+			req: fixed(protocol.FerryCancelScheduled, &protocol.CancelScheduledRequestHeader{Topic: secretTopic, MsgID: "C0000202000000000000000000000001"}, nil)}},
 		protocol.ViewBrokerStatsData: {{name: "traffic of the secret topic", want: denied, adminSees: true, adminMark: "statsMinute",
 			req: fixed(protocol.ViewBrokerStatsData, &protocol.ViewBrokerStatsDataRequestHeader{StatsName: protocol.StatsTopicPutNums, StatsKey: secretTopic}, nil)}},
 		// Name server.

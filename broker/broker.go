@@ -58,6 +58,7 @@ type Broker struct {
 	// The parts, opened by New in this order.
 	store   *store.Store
 	sched   *schedule.Service
+	cancels *cancelHandler // FERRY_CANCEL_SCHEDULED (schedcancel.go)
 	tx      *transaction.Service
 	topics  *topicconf.Manager
 	groups  *groupconf.Manager
@@ -194,6 +195,7 @@ func (b *Broker) openParts() error {
 	so.StoreHost = netip.MustParseAddrPort(o.AdvertisedAddr)
 	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
 	so.Notify = b.dispatched
+	so.Retention = b.retentionOf
 	if o.MetricsEnable {
 		so.FS = &syncTimedFS{FS: so.FS, dir: filepath.Join(filepath.Clean(so.Dir), store.CommitLogDirName), h: b.meters.flush}
 	}
@@ -267,7 +269,8 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 		counts = b.meters
 	}
 	b.pull = newPuller(&puller{store: b.store, topics: b.topics, groups: b.groups, clients: b.clients,
-		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates, counts: counts},
+		offsets: b.offsets, master: o.BrokerID == 0, slaveRead: o.SlaveReadEnable, sql: sql, rates: b.rates, counts: counts,
+		skips: &pullSkips{log: b.log}},
 		o.Clock, o.LongPollingEnable, o.ShortPollingTimeout, b.log)
 	b.polls = b.pull.polls
 
@@ -297,6 +300,7 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 	b.reply = &replier{send: b.send, clients: b.clients, conns: b.conns, store: o.StoreReplyMessageEnable,
 		timeout: replyPushTimeout, log: b.log}
 	b.epochs = &epochCacheHandler{opts: o, log: b.store.CommitLog()}
+	b.cancels = &cancelHandler{store: b.store, logEnd: b.store.CommitLog().MaxOffset, sched: b.sched, host: host, clock: o.Clock, log: b.log}
 	if o.ACL != nil {
 		b.gate = acl.NewGate(o.ACL, b.log)
 	}
@@ -312,6 +316,10 @@ func (b *Broker) damageInfo() map[string]string {
 		"ferryScrubs":            strconv.FormatInt(d.Scrubs, 10),
 		"ferryScrubFindings":     strconv.FormatInt(d.ScrubFindings, 10),
 	}
+	rm := b.retentionMetrics()
+	m["ferryRetentionExpired"] = strconv.FormatInt(rm.Expired, 10)
+	m["ferryPullOffsetTooSmall"] = strconv.FormatInt(rm.SkippedPulls, 10)
+	m["ferryPullSkippedMessages"] = strconv.FormatInt(rm.SkippedMessages, 10)
 	if b.dedup != nil {
 		st := b.dedup.Stats()
 		m["ferryDedupKeys"] = strconv.Itoa(st.Keys)

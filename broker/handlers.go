@@ -78,6 +78,7 @@ func (b *Broker) registerHandlers() error {
 		{protocol.ConsumeMessageDirectly, poolAdmin, b.calls.handleConsumeDirectly, false, served},
 		{protocol.GetConsumerRunningInfo, poolAdmin, b.calls.handleRunningInfo, false, served},
 		{protocol.GetBrokerEpochCache, poolAdmin, b.epochs.handleEpochCache, false, served},
+		{protocol.FerryCancelScheduled, poolAdmin, b.cancels.handleCancel, false, refuseSend},
 	}
 	sendsInline := b.sendsInline()
 	for _, r := range routes {

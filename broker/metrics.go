@@ -48,6 +48,8 @@ type Metrics struct {
 	HalfMessages, ScheduledMessages int64
 	// Dedup is the dedup memory of topics with a dedup window (package dedup).
 	Dedup dedup.Stats
+	// Retention is the per-topic retention and consumer-skip counters.
+	Retention RetentionMetrics
 	// RequestBytes is the request memory the remoting server holds and RequestBytesLimit
 	// its bound (Options.MaxRequestBytes).
 	RequestBytes, RequestBytesLimit int64
@@ -179,6 +181,7 @@ func (b *Broker) Metrics() Metrics {
 		m.Dedup = b.dedup.Stats()
 	}
 	m.ScheduledMessages = b.scheduledWaiting()
+	m.Retention = b.retentionMetrics()
 	if b.server != nil {
 		m.RequestBytes, m.RequestBytesLimit = b.server.RequestBytes(), b.server.RequestBytesLimit()
 	}

@@ -54,6 +54,7 @@ type puller struct {
 	sql       *sqlFilters  // SQL92 subscriptions (enablePropertyFilter)
 	rates     *brokerRates // counts served messages; nil in some unit tests
 	counts    *meters      // /metrics counters and pull offsets; nil: off (Options.MetricsEnable)
+	skips     *pullSkips   // pulls below a queue's minimum (retention.go); nil in some unit tests
 }
 
 // newPuller returns pl, its parts filled in by the caller, with its long-poll holder,
@@ -159,6 +160,9 @@ func (pl *puller) pull(p *pullRequest, suspend bool) *remoting.Command {
 		return respond(p.req, protocol.SystemError, err.Error())
 	}
 	code, next := pullCode(r.Status, h.QueueOffset, r)
+	if r.Status == store.OffsetTooSmall {
+		pl.skips.note(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, r.NextBeginOffset)
+	}
 	if code == protocol.PullNotFound && suspend {
 		r.Release()
 		pl.polls.hold(p)

@@ -12,8 +12,8 @@ import (
 	"github.com/ferrymq/ferry/testutil"
 )
 
-// A slave refuses exactly the writes, each with RocketMQ's code (sends, send-backs and
-// replies SERVICE_NOT_AVAILABLE, END_TRANSACTION SLAVE_NOT_AVAILABLE), and hands every
+// A slave refuses exactly the writes, each with RocketMQ's code (sends, send-backs,
+// replies and Ferry's cancels SERVICE_NOT_AVAILABLE, END_TRANSACTION SLAVE_NOT_AVAILABLE), and hands every
 // other request code to its handler; a master refuses none of them as a slave would.
 func TestSlaveRefusesExactlyTheWrites(t *testing.T) {
 	c := testutil.StartCluster(t)
@@ -23,13 +23,14 @@ func TestSlaveRefusesExactlyTheWrites(t *testing.T) {
 	defer func() { require.NoError(t, rc.Close()) }()
 
 	writes := map[protocol.RequestCode]protocol.ResponseCode{
-		protocol.SendMessage:         protocol.ServiceNotAvailable,
-		protocol.SendMessageV2:       protocol.ServiceNotAvailable,
-		protocol.SendBatchMessage:    protocol.ServiceNotAvailable,
-		protocol.ConsumerSendMsgBack: protocol.ServiceNotAvailable,
-		protocol.SendReplyMessage:    protocol.ServiceNotAvailable,
-		protocol.SendReplyMessageV2:  protocol.ServiceNotAvailable,
-		protocol.EndTransaction:      protocol.SlaveNotAvailable,
+		protocol.SendMessage:          protocol.ServiceNotAvailable,
+		protocol.SendMessageV2:        protocol.ServiceNotAvailable,
+		protocol.SendBatchMessage:     protocol.ServiceNotAvailable,
+		protocol.ConsumerSendMsgBack:  protocol.ServiceNotAvailable,
+		protocol.SendReplyMessage:     protocol.ServiceNotAvailable,
+		protocol.SendReplyMessageV2:   protocol.ServiceNotAvailable,
+		protocol.EndTransaction:       protocol.SlaveNotAvailable,
+		protocol.FerryCancelScheduled: protocol.ServiceNotAvailable, // stores a cancel record
 	}
 	const slaveRemark = "is a SLAVE and serves reads only"
 	// An empty request: a refusal does not read it, a handler refuses it as bad input.

@@ -77,6 +77,7 @@ type BrokerCollector struct {
 	slaves, replLag, syncStateSet, masterEpoch, masterConn *prometheus.Desc
 	halfMessages, scheduled, requestBytes, requestLimit    *prometheus.Desc
 	dedupKeys, dedupDuplicates, dedupEvicted               *prometheus.Desc
+	retentionExpired, skippedPulls, skippedMessages        *prometheus.Desc
 }
 
 // NewBrokerCollector returns a collector of src.
@@ -146,6 +147,12 @@ func NewBrokerCollector(src BrokerSource) *BrokerCollector {
 			"Keys dropped inside their window because broker.dedupMaxKeys was reached, since the broker started."),
 		scheduled: desc("ferry_schedule_messages_waiting",
 			"Delayed messages parked and not yet delivered to their topic."),
+		retentionExpired: desc("ferry_retention_expired_messages_total",
+			"Messages per-topic retention (retentionTime, retentionBytes) moved consume-queue minimums past since the store opened."),
+		skippedPulls: desc("ferry_pull_offset_too_small_total",
+			"Pulls whose offset was below the queue's minimum (retention or cleanup), answered with the minimum as the next offset."),
+		skippedMessages: desc("ferry_pull_skipped_messages_total",
+			"Messages consumers skipped because their offset was below the queue's minimum: the minimum minus the offset, summed."),
 		requestBytes: desc("ferry_remoting_request_bytes",
 			"Bytes of request frames the broker holds (being received, queued or handled)."),
 		requestLimit: desc("ferry_remoting_request_bytes_limit",
@@ -160,7 +167,8 @@ func (c *BrokerCollector) descs() []*prometheus.Desc {
 		c.topics, c.groups, c.producerConns, c.consumerConns, c.storageSize, c.flushBehind, c.dispatchBehind,
 		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
 		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
-		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit, c.dedupKeys, c.dedupDuplicates, c.dedupEvicted}
+		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit, c.dedupKeys, c.dedupDuplicates, c.dedupEvicted,
+		c.retentionExpired, c.skippedPulls, c.skippedMessages}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -198,6 +206,9 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.dedupKeys, float64(m.Dedup.Keys))
 	counter(c.dedupDuplicates, float64(m.Dedup.Duplicates))
 	counter(c.dedupEvicted, float64(m.Dedup.Evicted))
+	counter(c.retentionExpired, float64(m.Retention.Expired))
+	counter(c.skippedPulls, float64(m.Retention.SkippedPulls))
+	counter(c.skippedMessages, float64(m.Retention.SkippedMessages))
 	gauge(c.requestBytes, float64(m.RequestBytes))
 	gauge(c.requestLimit, float64(m.RequestBytesLimit))
 	gauge(c.producerConns, float64(m.ProducerConnections))

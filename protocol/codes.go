@@ -169,6 +169,13 @@ const (
 	// broker's epoch history and commit-log end ([BrokerEpochCache] body), which a slave
 	// compares with its own to find where their logs agree.
 	GetBrokerEpochCache RequestCode = 1007 // GET_BROKER_EPOCH_CACHE
+
+	// Ferry's own request codes are 30000 and up, far outside the range RocketMQ uses,
+	// and are served by Ferry's brokers only.
+
+	// FerryCancelScheduled (FERRY_CANCEL_SCHEDULED) cancels a delayed or timer message not
+	// yet delivered, by message id ([CancelScheduledRequestHeader]).
+	FerryCancelScheduled RequestCode = 30026 // FERRY_CANCEL_SCHEDULED
 )
 
 // Known reports whether the code is one this package names (String then
@@ -276,6 +283,10 @@ const (
 	ControllerAlterSyncStateSetFailed ResponseCode = 2013 // CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
 	// ControllerBrokerIDInvalid (CONTROLLER_BROKER_ID_INVALID): the broker id and address do not fit the group (the address is another member's).
 	ControllerBrokerIDInvalid ResponseCode = 2014 // CONTROLLER_BROKER_ID_INVALID
+	// FerryScheduledAlreadyDelivered (FERRY_SCHEDULED_ALREADY_DELIVERED): the scheduled
+	// message a FERRY_CANCEL_SCHEDULED names was delivered already (Ferry's own code,
+	// 30000 and up like its request codes).
+	FerryScheduledAlreadyDelivered ResponseCode = 30026 // FERRY_SCHEDULED_ALREADY_DELIVERED
 )
 
 // Known reports whether the code is one this package names (String then

@@ -188,7 +188,7 @@ func headerCases() []headerCase {
 			required: []string{"timestamp"},
 			typed:    []string{"timestamp"},
 		},
-	}, append(moreHeaderCases(), writePermHeaderCases()...)...)
+	}, append(append(moreHeaderCases(), writePermHeaderCases()...), cancelHeaderCases()...)...)
 }
 
 func TestHeaderRoundTrip(t *testing.T) {

@@ -119,13 +119,16 @@ func (s *Service) deliverUnits(l *levelState, d *deliverer, res *store.GetResult
 		switch {
 		case notBefore > 0:
 			l.cursor.Store(off)
+			d.release()
 			return time.UnixMilli(notBefore).Sub(s.opts.Clock()), false
 		case err != nil && !errors.Is(err, errDrop):
 			l.cursor.Store(off)
+			d.release()
 			s.log.Warn().Err(err).Int("delayLevel", l.level).Int64("offset", off).Msg("delivery failed, retrying")
 			return retryWait, false
 		}
 		l.cursor.Store(off + 1)
+		d.release() // after the cursor: Cancel sees the message as delivered from here
 	}
 	return 0, true
 }

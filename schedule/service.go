@@ -41,8 +41,9 @@ type Service struct {
 	scheduleTopic []byte
 	timerTopic    []byte
 
-	levels []*levelState
-	timer  *timerState
+	levels  []*levelState
+	timer   *timerState
+	cancels cancelState // cancelled ids (cancel.go)
 
 	stop chan struct{} // closed by Shutdown
 	wg   sync.WaitGroup
@@ -79,6 +80,8 @@ type Stats struct {
 	LevelOffsets []int64
 	// TimerWatermark is the timer-queue offset below which everything is delivered.
 	TimerWatermark int64
+	// Cancelled counts parked messages skipped since New because they were cancelled.
+	Cancelled uint64
 }
 
 // New creates the service and loads its progress from Dir/config. The store must already
@@ -111,6 +114,9 @@ func New(opts Options) (*Service, error) {
 		return nil, err
 	}
 	if err := s.loadTimerProgress(); err != nil {
+		return nil, err
+	}
+	if err := s.loadCancels(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -203,6 +209,7 @@ func (s *Service) Stats() Stats {
 	st := Stats{
 		Delivered:    s.delivered.Load(),
 		Dropped:      s.dropped.Load(),
+		Cancelled:    s.cancels.skipped.Load(),
 		TimerPending: s.timer.pending.Load(),
 		LevelOffsets: make([]int64, len(s.levels)),
 	}
@@ -254,6 +261,10 @@ var errDrop = errors.New("schedule: message dropped")
 type deliverer struct {
 	s     *Service
 	props []byte
+	// claimed is the id of the message being delivered (hasClaim), released by the
+	// loop once its progress covers the message (cancel.go).
+	claimed  string
+	hasClaim bool
 }
 
 // dueOf is the delivery time of a parked record, from the record itself: store time plus
@@ -276,6 +287,9 @@ func (d *deliverer) deliver(b []byte, nowMs, guardMs int64) (notBefore int64, er
 	}
 	if due := d.dueOf(&rec); due > nowMs && due <= nowMs+guardMs {
 		return due, nil
+	}
+	if err := d.claimFor(&rec); err != nil {
+		return 0, err
 	}
 	topic, ok := rec.Property(message.PropertyRealTopic)
 	if !ok || len(topic) == 0 {

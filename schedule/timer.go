@@ -146,15 +146,18 @@ func (s *Service) deliverTimers(d *deliverer) time.Duration {
 		notBefore, err := s.deliverTimerAt(d, top.offset, nowMs, guardMs)
 		switch {
 		case notBefore > 0:
+			d.release()
 			ts.heap[0].due = notBefore // the unit's code was wrong; trust the record
 			heap.Fix(&ts.heap, 0)
 			continue
 		case err != nil && !errors.Is(err, errDrop):
+			d.release()
 			s.log.Warn().Err(err).Int64("offset", top.offset).Msg("timer delivery failed, retrying")
 			return retryWait
 		}
 		heap.Pop(&ts.heap)
 		ts.markDone(top.offset)
+		d.release() // after the progress: Cancel sees the message as delivered from here
 	}
 	return maxSleep
 }

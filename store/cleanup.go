@@ -9,8 +9,14 @@ import (
 // maxDeletesPerRound bounds the segments one cleanup round removes (RocketMQ: 10).
 const maxDeletesPerRound = 10
 
-// cleanLoop deletes expired data every CleanInterval.
-func (s *Store) cleanLoop() { s.every(s.opts.CleanInterval, func() { s.cleanOnce() }) }
+// cleanLoop deletes expired data and runs the per-topic retention pass every
+// CleanInterval.
+func (s *Store) cleanLoop() {
+	s.every(s.opts.CleanInterval, func() {
+		s.cleanOnce()
+		s.retainOnce()
+	})
+}
 
 // cleanOnce runs one cleanup round: commit-log segments first (expired ones at a
 // DeleteWhen hour or when the disk is fuller than DiskMaxUsedRatio; the oldest ones

@@ -28,4 +28,7 @@ var (
 	// ErrTruncateNotBoundary means Truncate was given an offset inside a record (or
 	// inside a quarantined range): the log can only be cut where a record starts.
 	ErrTruncateNotBoundary = errors.New("store: truncation offset is not a record boundary")
+	// ErrRetentionFile means the retention file (retention.go) cannot be decoded; Open
+	// fails rather than bring expired messages back.
+	ErrRetentionFile = errors.New("store: bad retention file")
 )

@@ -101,6 +101,13 @@ type Options struct {
 	// the dispatch that recovery does inside Open notifies nobody, since nothing can be
 	// waiting for a store that has not started.
 	Notify func(topic string, queueID int32, maxOffset int64, tagsCode int64)
+
+	// Retention, if set, returns a topic's retention limits (0: none). Every
+	// CleanInterval the retention pass raises the minimum offset of each queue of a
+	// topic with limits past the messages stored longer ago than maxAge and past the
+	// oldest ones while the queue holds more than maxBytes (see retention.go). It is
+	// called from the cleaner goroutine and must not block.
+	Retention func(topic string) (maxAge time.Duration, maxBytes int64)
 }
 
 // DefaultOptions returns RocketMQ's defaults on the real file system. Dir must be set.
@@ -221,6 +228,7 @@ func (o *Options) diskReserve() uint64 {
 func (o *Options) quarantineDir() string  { return filepath.Join(o.Dir, "quarantine") }
 func (o *Options) queueTablePath() string { return filepath.Join(o.Dir, queueTableName) }
 func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") }
+func (o *Options) retentionPath() string  { return filepath.Join(o.Dir, retentionFileName) }
 
 func (o *Options) commitLogOptions() commitlog.Options {
 	c := commitlog.DefaultOptions()

@@ -77,6 +77,7 @@ type Store struct {
 		gen     uint64
 		written bool
 	}
+	ret    retention    // per-topic retention state (retention.go); the cleaner goroutine
 	unlock func() error // releases the data directory's lock (Options.lockPath)
 	phases openPhases   // how long Open's steps took, for the "store recovered" line
 }
@@ -154,6 +155,9 @@ func (s *Store) openParts() error {
 	}
 	s.phases.index = time.Since(t)
 	if err := s.recover(); err != nil {
+		return errors.Join(err, s.closeParts())
+	}
+	if err := s.loadRetention(); err != nil {
 		return errors.Join(err, s.closeParts())
 	}
 	if err := opts.FS.WriteFileAtomic(opts.abortPath(), nil); err != nil {

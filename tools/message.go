@@ -209,5 +209,5 @@ func newMessageCommand(e *env) *cobra.Command {
 	}
 	flags(printCmd)
 	return group("message", "Find, show, resend and trace stored messages", query, printCmd, newResendCommand(e),
-		newTraceCommand(e))
+		newTraceCommand(e), newCancelCommand(e))
 }

@@ -36,7 +36,9 @@ const (
 var ErrBadAttribute = errors.New("topicconf: bad topic attribute")
 
 // knownAttributes lists the attribute keys the broker accepts, sorted.
-func knownAttributes() []string { return []string{AttrDedupWindow, AttrMessageType} }
+func knownAttributes() []string {
+	return []string{AttrDedupWindow, AttrMessageType, AttrRetentionBytes, AttrRetentionTime}
+}
 
 // checkAttribute validates value for key; ok is false for an unknown key.
 func checkAttribute(key, value string) (ok bool, err error) {
@@ -44,6 +46,11 @@ func checkAttribute(key, value string) (ok bool, err error) {
 	case AttrDedupWindow:
 		_, err := parseDedupWindow(value)
 		return true, err
+	case AttrRetentionTime:
+		_, err := parseRetentionTime(value)
+		return true, err
+	case AttrRetentionBytes:
+		return true, checkRetentionBytes(value)
 	case AttrMessageType:
 		if !slices.Contains([]string{"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}, value) {
 			return true, fmt.Errorf("%q is not one of NORMAL, FIFO, DELAY, TRANSACTION, MIXED", value)
