@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 GOLANGCI  := $(GOBIN)/golangci-lint
 
-.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console bench-compare k8s-manifests k8s-check
+.PHONY: all build test lint generate-check fuzz bench tools clean deploy-build deploy-up deploy-down deploy-test cluster-test ha-stress failover-stress failover-controllers failover-partition deploy-controller-up deploy-controller-down deploy-controller-test e2e-console bench-compare k8s-manifests k8s-check k8s-smoke
 
 all: build test
 
@@ -23,13 +23,15 @@ test:
 	$(GO) test -count=1 -run 'Alloc|TestOrderlyConsumption|TestRequestReply|TestOfficialRequestAnsweredByFerry|TestFailbackToRestartedMaster' ./...
 
 ## lint: go vet plus golangci-lint (installed at the pinned version when missing; again on
-## interop with the build tags of the failover harnesses), go vet
+## interop with the build tags of the failover harnesses, and on deploy/helm with that of
+## the Kubernetes smoke test), go vet
 ## of the examples module (its programs build against this checkout), and a check that the
 ## generated files (protocol/codes_string.go, stringer) are up to date.
 lint: tools generate-check
 	$(GO) vet ./...
 	$(GOLANGCI) run ./...
 	$(GOLANGCI) run --build-tags failoverstress,failoverpartition ./interop/
+	$(GOLANGCI) run --build-tags k8ssmoke ./deploy/helm/
 	cd examples && $(GO) vet ./...
 
 ## generate-check: rerun go generate (stringer at the version pinned in protocol/codes.go)
@@ -199,3 +201,13 @@ k8s-check: k8s-manifests
 	@if [ -n "$$(git status --porcelain -- deploy/k8s deploy/helm/testdata)" ]; then \
 		git status --porcelain -- deploy/k8s deploy/helm/testdata; \
 		echo "renderings not checked in: run make k8s-manifests and commit them"; exit 1; fi
+
+## k8s-smoke: the small profile's pods in Docker (deploy/helm/smoke_test.go, build tag
+## k8ssmoke): every pod of deploy/k8s/small/ferry.yaml as a container run as its manifest
+## says (its DNS name, config file, environment, user, read-only root, its own /data),
+## all ready, a master elected; a replica and then the master recreated at new addresses
+## with their data; 150 messages sent and consumed. Needs Docker (the image from local
+## files); not part of `make test`.
+k8s-smoke: deploy-build
+	cd deploy && docker build -q -t ferry:local .
+	$(GO) test -tags k8ssmoke -count=1 -timeout 15m -run '^TestSmallProfileInDocker$$' -v ./deploy/helm/
