@@ -10,4 +10,6 @@
 // disruption budgets that never take two members of a group or a controller majority
 // down, an odd number of controllers, no Secret value in a ConfigMap, and the image and
 // controller-mode settings of the compose deployment (deploy/docker-compose.controller.yml).
+// With the build tag k8ssmoke (`make k8s-smoke`, Docker) the small profile's pods run as
+// containers set up as their manifests say.
 package helm
