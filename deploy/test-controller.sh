@@ -5,8 +5,9 @@
 # group a master with all three brokers in its SyncStateSet, sends messages, kills the
 # master of broker-a with SIGKILL, checks that the controllers elect another and sends go
 # on, starts the killed broker again and checks that it rejoins as a slave, then consumes
-# everything. It leaves nothing behind (containers, volumes, networks) unless
-# FERRY_DEPLOY_KEEP=1.
+# everything. Once the groups settled, every process's /readyz (httpListen, port 9880: the
+# Helm chart's readiness probe) must answer ready. It leaves nothing behind (containers,
+# volumes, networks) unless FERRY_DEPLOY_KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")"
 project=ferrycm
@@ -55,6 +56,17 @@ wait_for 60 "a controller leader" sh -c "docker exec ferry-cm-controller1 /ferry
 wait_for 90 "broker-a settled" settled broker-a
 wait_for 90 "broker-b settled" settled broker-b
 wait_for 60 "six brokers registered" sh -c "docker exec ferry-cm-namesrv1 /ferryctl -n 172.28.6.2:9876 cluster list -o json | grep -c brokerId | grep -qx 6"
+# Every process answers /readyz ready on its httpListen (port 9880): the readiness probe
+# of the Helm chart (deploy/helm/ferry), which runs these settings.
+ready() { # ready ADDR: /readyz at ADDR:9880 answers {"ok":true}
+  local body
+  body=$(exec 3<>"/dev/tcp/$1/9880" && printf 'GET /readyz HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3 && cat <&3) || return 1
+  grep -q '"ok":true' <<<"$body"
+}
+for addr in 172.28.6.2 172.28.6.3 172.28.7.2 172.28.7.3 172.28.7.4 \
+  172.28.6.11 172.28.6.12 172.28.6.13 172.28.6.21 172.28.6.22 172.28.6.23; do
+  wait_for 30 "$addr:9880/readyz ready" ready "$addr"
+done
 created=$(date +%s%3N)
 ctl topic create -t DeployTopic -c FerryCluster -r 4 -w 4 >/dev/null
 wait_for 30 "the topic routed" ctl topic route -t DeployTopic
@@ -88,4 +100,4 @@ echo "$old rejoined broker-a as a slave of $new"
 
 got=$(ctl consume -t DeployTopic -g deploy-check --from first --count 600 --timeout 60s -o json | wc -l)
 [ "$got" -eq 600 ] || fail "consumed $got of 600 messages"
-echo "deploy-controller-test: OK (elected on start, a master killed and replaced, it rejoined as a slave; 600 messages sent, 600 consumed)"
+echo "deploy-controller-test: OK (elected on start, every /readyz ready, a master killed and replaced, it rejoined as a slave; 600 messages sent, 600 consumed)"
