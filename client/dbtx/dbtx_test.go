@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ import (
 // TestMain checks that nothing leaves a goroutine behind (the database's connection
 // opener stops when the test closes it); the in-process broker's netpoll pollers stay.
 func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" { // a child of TestOutboxAndInboxSurviveKills
+		os.Exit(runCrashChild())
+	}
 	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }
 
