@@ -277,7 +277,7 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
-		rates: b.rates, repl: b.repl, counts: counts, dedup: b.dedup,
+		rates: b.rates, repl: b.repl, counts: counts, dedup: b.dedup, acl: o.ACL,
 	}
 	b.txh = &txHandler{tx: b.tx, records: b.store}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}

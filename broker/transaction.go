@@ -11,11 +11,16 @@ package broker
 // rolls back; a repeated or late one changes nothing, and one for a message that does not
 // exist, with wrong offsets or from another group is answered SYSTEM_ERROR with a remark.
 // Checks go oneway to a live connection of the message's producer group.
+//
+// A multi-message half message (Ferry's extension, package transaction, multi.go) has
+// each item's topic and queue checked like a send's (checkTxItems) before it is stored,
+// and END_TRANSACTION with ACL on needs PUB on every item's topic.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
@@ -51,6 +56,11 @@ func (t *txHandler) handleEndTransaction(ctx context.Context, _ remoting.Channel
 			return respond(req, protocol.SystemError, "Find prepared transaction message failed"), nil
 		}
 		err = checkRecordTopics(g, &rec, acl.PermPub)
+		if items, _, ierr := transaction.Items(&rec); err == nil && ierr == nil {
+			for i := 0; i < len(items) && err == nil; i++ {
+				err = g.CheckRecordTopic(items[i].Topic, acl.PermPub)
+			}
+		}
 		view.Release()
 		if err != nil {
 			return nil, err
@@ -113,3 +123,49 @@ func (c *txChecker) Check(ctx context.Context, group string, req transaction.Che
 	}
 	return fmt.Errorf("%w %q", errNoProducer, group)
 }
+
+// checkTxItems checks the items of a multi-message half message (transaction.Items, a
+// Ferry extension): each item's topic must be one this broker takes sends for (sendTopic:
+// it exists or may be auto-created, and is writable), its queue must exist, and with ACL
+// on the caller must have PUB on it — the gate checked only the header's topic (item
+// 0's). Anything else is refused before the half message is stored. An ordinary half
+// message passes untouched.
+func (s *sender) checkTxItems(ch remoting.Channel, req *remoting.Command, rec *message.Record) error {
+	items, multi, err := transaction.Items(rec)
+	if !multi {
+		return nil
+	}
+	if err != nil {
+		return fail(protocol.MessageIllegal, "%v", err)
+	}
+	topics := make([]string, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		h := protocol.SendMessageRequestHeader{Topic: it.Topic, QueueID: it.QueueID,
+			DefaultTopic: protocol.AutoCreateTopicKey, DefaultTopicQueueNums: defaultTopicQueueNums}
+		cfg, err := s.sendTopic(&h)
+		if err != nil {
+			return err
+		}
+		if it.QueueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
+			return fail(protocol.InvalidParameter, "transaction item %d: queueId %d out of range for topic %s (%d queues)",
+				i, it.QueueID, it.Topic, cfg.WriteQueueNums)
+		}
+		topics = append(topics, it.Topic)
+	}
+	if s.acl == nil {
+		return nil
+	}
+	r := acl.Request{Code: req.Code, Version: req.Version, Fields: req.ExtFields, Body: req.Body, Topics: topics}
+	if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
+		r.Addr = ap.Addr()
+	}
+	if err := s.acl.Check(r); err != nil {
+		return &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
+	}
+	return nil
+}
+
+// defaultTopicQueueNums is the queue count a transaction item's topic is auto-created
+// with (when the broker allows it), as the clients ask for a topic sent to first.
+const defaultTopicQueueNums = 4
