@@ -73,16 +73,12 @@ func (e *env) prepareMulti(uniq string, items []testItem) PrepareResult {
 func committedItems(e *env, items []testItem) map[string]int {
 	e.t.Helper()
 	seen := map[string]int{}
-	type qk struct {
-		topic string
-		queue int32
-	}
-	done := map[qk]bool{}
+	done := map[testItem]bool{}
 	for _, it := range items {
-		if done[qk{it.topic, it.queue}] {
+		if done[it] {
 			continue
 		}
-		done[qk{it.topic, it.queue}] = true
+		done[it] = true
 		for _, rec := range e.queue(it.topic, it.queue) {
 			u := prop(&rec, message.PropertyUniqKey)
 			seen[u]++
