@@ -3,8 +3,11 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,4 +149,111 @@ func TestFerryTxMessagesDelivered(t *testing.T) {
 		require.Equal(t, 1, ck.checks[id], "transaction %s checked once", id)
 		require.Equal(t, 3, ck.sizes[id], "the check carries the whole transaction")
 	}
+}
+
+const (
+	multiKillGroup  = "ferrytx-multi-kill-pg"
+	multiKillTopicA = "FerryTxMultiKillA"
+	multiKillTopicB = "FerryTxMultiKillB"
+	multiKillItems  = 64
+)
+
+// multiKillPad makes each message of the kill test about 1 KiB.
+var multiKillPad = strings.Repeat("p", 1000)
+
+// multiKillTxn is transaction i of the multi-message kill test: multiKillItems messages
+// "mk-<i>-<k>" alternating between the two topics.
+func multiKillTxn(i int) []*message.Message {
+	msgs := make([]*message.Message, multiKillItems)
+	for k := range msgs {
+		topic := multiKillTopicA
+		if k%2 == 1 {
+			topic = multiKillTopicB
+		}
+		msgs[k] = message.NewMessage(topic, fmt.Appendf(nil, "mk-%d-%d", i, k))
+		msgs[k].SetProperty("pad", multiKillPad) // a longer commit: more kills land inside it
+	}
+	return msgs
+}
+
+// multiKillCommits is whether transaction i is to be committed (else rolled back), as
+// both its local transaction and the check-back decide.
+func multiKillCommits(i int) bool { return i%3 != 2 }
+
+// multiKillChecker answers checks by multiKillCommits, recording when it last answered.
+type multiKillChecker struct {
+	tp   atomic.Pointer[client.TransactionProducer]
+	last atomic.Int64 // Unix ns of the last check
+}
+
+func (k *multiKillChecker) Check(_ context.Context, m *client.MessageExt) client.TransactionState {
+	k.last.Store(time.Now().UnixNano())
+	tp := k.tp.Load()
+	if tp == nil {
+		return client.TransactionUnknown
+	}
+	msgs, err := tp.TransactionMessages(m)
+	if err != nil || len(msgs) == 0 {
+		return client.TransactionUnknown
+	}
+	var i, item int
+	if _, err := fmt.Sscanf(string(msgs[0].Body), "mk-%d-%d", &i, &item); err != nil {
+		return client.TransactionUnknown
+	}
+	if multiKillCommits(i) {
+		return client.TransactionCommit
+	}
+	return client.TransactionRollback
+}
+
+// newMultiKillProducer returns a transaction producer of multiKillGroup on its own client.
+func newMultiKillProducer(ns, instance string) (*client.Client, *client.TransactionProducer, *multiKillChecker, error) {
+	cl, err := client.New(client.WithNameServers(ns), client.WithInstanceName(instance))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ck := &multiKillChecker{}
+	tp, err := cl.NewTransactionProducer(multiKillGroup, ck)
+	if err != nil {
+		_ = cl.Close()
+		return nil, nil, nil, err
+	}
+	ck.tp.Store(tp)
+	return cl, tp, ck, nil
+}
+
+// ferryTxMultiChild is the child side of TestFerryTxMessagesSurviveKills (args: the name
+// server's address and the first transaction number): it sends transactions from that
+// number on, forever, printing "P <i>" from each local transaction (the half message is
+// stored then). Local transactions answer unknown for every fourth transaction and
+// multiKillCommits otherwise; failed sends (the broker is down) are retried with the next
+// number.
+func ferryTxMultiChild(args []string) {
+	start, _ := strconv.Atoi(args[1])
+	_, tp, _, err := newMultiKillProducer(args[0], "ferrytx-multi-child-"+args[1])
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	fmt.Println("READY")
+	deadline := time.Now().Add(3 * time.Minute) // the test kills it long before
+	for i := start; time.Now().Before(deadline); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := tp.SendMessagesInTransaction(ctx, multiKillTxn(i),
+			func(context.Context, []*message.Message, client.MessagesTransactionResult) client.TransactionState {
+				fmt.Println("P", i)
+				switch {
+				case i%4 == 0:
+					return client.TransactionUnknown
+				case multiKillCommits(i):
+					return client.TransactionCommit
+				}
+				return client.TransactionRollback
+			})
+		cancel()
+		if err != nil {
+			<-time.After(50 * time.Millisecond) // the broker may be down; do not spin
+		}
+	}
+	os.Exit(3)
 }
