@@ -218,6 +218,7 @@ func (b *Broker) openParts() error {
 		return err
 	}
 	txo.Checker = &txChecker{clients: b.clients, conns: b.conns, brokerName: o.BrokerName}
+	txo.Offsets = txOffsets{b: b} // b.offsets is opened below, before the service starts
 	txo.TransactionTimeout, txo.MaxChecks = o.TransactionTimeout, o.TransactionCheckMax
 	if o.TransactionCheckInterval > 0 {
 		txo.RecheckInterval = o.TransactionCheckInterval

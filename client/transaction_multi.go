@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -34,6 +35,37 @@ const (
 	// multi-message transaction: its index in the transaction.
 	PropertyTransactionItem = "FERRY_TRAN_ITEM"
 )
+
+// MaxTransactionOffsets bounds the consumer offsets one transaction commits (the broker's
+// limit).
+const MaxTransactionOffsets = 256
+
+// Properties of offsets inside a transaction (the broker's names; see package transaction).
+const (
+	propertyOffsetGroup = "FERRY_TRAN_OFFSET_GROUP"
+	propertyOffsets     = "FERRY_TRAN_OFFSETS"
+)
+
+// TxOffset is a consumer offset a transaction commits: the next offset its group consumes
+// from Queue (a consumed message's QueueOffset + 1), as UPDATE_CONSUMER_OFFSET would set it.
+type TxOffset struct {
+	Queue  MessageQueue
+	Offset int64
+}
+
+// TxMessages is what SendTxMessages sends as one transaction: messages and, optionally,
+// consumer offsets of one group (Kafka's sendOffsetsToTransaction), applied exactly when
+// the transaction commits.
+type TxMessages struct {
+	// Msgs are the messages, at least one.
+	Msgs []*message.Message
+	// Group is the consumer group whose Offsets the transaction commits; required with
+	// Offsets.
+	Group string
+	// Offsets are the group's offsets to commit, at most MaxTransactionOffsets, all in
+	// queues of one broker group — the one the transaction then goes to.
+	Offsets []TxOffset
+}
 
 // ErrNoCommonBroker means the messages of one SendMessagesInTransaction have no broker
 // group in common: a transaction is committed by one broker group, which must host a
@@ -71,6 +103,20 @@ type MessagesTransactionResult struct {
 // brokers support it. msgs are not modified.
 func (tp *TransactionProducer) SendMessagesInTransaction(ctx context.Context, msgs []*message.Message,
 	local LocalMessagesTransaction) (MessagesTransactionResult, error) {
+	return tp.SendTxMessages(ctx, TxMessages{Msgs: msgs}, local)
+}
+
+// SendTxMessages is SendMessagesInTransaction with consumer offsets: tx.Offsets of
+// tx.Group are committed on the broker exactly when the transaction commits — never on
+// rollback — and, like the messages, survive a crash of the broker in the middle of the
+// commit. This is consume-transform-produce: consume input messages, send the outputs
+// with the input offsets in one transaction, so each input's outputs appear exactly once
+// as long as the group's offsets are committed only this way (the consumer must not also
+// commit them). The transaction goes to the broker group of the offsets' queues, which
+// must host every message's topic too (else ErrNoCommonBroker).
+func (tp *TransactionProducer) SendTxMessages(ctx context.Context, tx TxMessages,
+	local LocalMessagesTransaction) (MessagesTransactionResult, error) {
+	msgs := tx.Msgs
 	if local == nil {
 		return MessagesTransactionResult{}, fmt.Errorf("%w: nil local transaction", ErrInvalidOptions)
 	}
@@ -91,12 +137,16 @@ func (tp *TransactionProducer) SendMessagesInTransaction(ctx context.Context, ms
 			return MessagesTransactionResult{}, fmt.Errorf("%w: message %d: %w", ErrIllegalMessage, i, err)
 		}
 	}
+	offsets, broker, err := tp.txOffsets(&tx)
+	if err != nil {
+		return MessagesTransactionResult{}, err
+	}
 	if !tp.enter() {
 		return MessagesTransactionResult{}, ErrClosed
 	}
 	defer tp.sends.Done()
 
-	res, q, err := tp.sendMultiHalf(ctx, items)
+	res, q, err := tp.sendMultiHalf(ctx, items, offsets, broker)
 	if err != nil {
 		if res.OffsetMsgID == "" {
 			return MessagesTransactionResult{}, err
@@ -122,15 +172,16 @@ func (tp *TransactionProducer) SendMessagesInTransaction(ctx context.Context, ms
 // sendMultiHalf plans the queues of items on one broker group, encodes the half message
 // and sends it, retrying only refusals that stored nothing (on another group when there
 // is one), like sendHalf.
-func (tp *TransactionProducer) sendMultiHalf(ctx context.Context, items []*message.Message) (MessagesTransactionResult, queue, error) {
+func (tp *TransactionProducer) sendMultiHalf(ctx context.Context, items []*message.Message, offsets map[string]string,
+	broker string) (MessagesTransactionResult, queue, error) {
 	var avoid string
 	for attempt := 0; ; attempt++ {
-		qs, brokers, err := tp.planQueues(ctx, items, avoid)
+		qs, brokers, err := tp.planQueues(ctx, items, avoid, broker)
 		if err != nil {
 			return MessagesTransactionResult{}, queue{}, err
 		}
 		_ = tp.useBrokers(ctx, brokers, false)
-		out, err := tp.multiOutgoing(items, qs)
+		out, err := tp.multiOutgoing(items, qs, offsets)
 		if err != nil {
 			return MessagesTransactionResult{}, queue{}, err
 		}
@@ -139,9 +190,8 @@ func (tp *TransactionProducer) sendMultiHalf(ctx context.Context, items []*messa
 		result := func() (MessagesTransactionResult, error) {
 			hr, derr := halfResult(items[0].Topic, q, out, resp)
 			r := MessagesTransactionResult{TransactionResult: hr, Messages: make([]SendResult, len(items))}
-			r.Topic = tp.c.nsStrip(r.Topic)
 			for i, it := range items {
-				r.Messages[i] = SendResult{MsgID: it.UniqKey(), Topic: tp.c.nsStrip(it.Topic), BrokerName: qs[i].broker,
+				r.Messages[i] = SendResult{MsgID: it.UniqKey(), Topic: it.Topic, BrokerName: qs[i].broker,
 					QueueID: qs[i].id}
 			}
 			return r, derr
@@ -173,11 +223,11 @@ func (tp *TransactionProducer) sendMultiHalf(ctx context.Context, items []*messa
 	}
 }
 
-// planQueues chooses one broker group hosting a writable queue of every item's topic
-// (not avoid, if another will do; one the fault tracker does not avoid, if possible) and
-// a queue of it for each item. It returns the queues and the master addresses of the
-// routes.
-func (tp *TransactionProducer) planQueues(ctx context.Context, items []*message.Message, avoid string) ([]queue, []string, error) {
+// planQueues chooses one broker group hosting a writable queue of every item's topic —
+// want if set, else not avoid if another will do, and one the fault tracker does not
+// avoid if possible — and a queue of it for each item. It returns the queues and the
+// master addresses of the routes.
+func (tp *TransactionProducer) planQueues(ctx context.Context, items []*message.Message, avoid, want string) ([]queue, []string, error) {
 	routes := map[string]*topicRoute{}
 	var brokers []string
 	var common []string // broker names with a queue of every topic so far, in the first route's order
@@ -207,12 +257,22 @@ func (tp *TransactionProducer) planQueues(ctx context.Context, items []*message.
 			common = slices.DeleteFunc(common, func(b string) bool { return !slices.Contains(names, b) })
 		}
 	}
+	if want != "" {
+		if !slices.Contains(common, want) {
+			common = nil
+		} else {
+			common = []string{want}
+		}
+	}
 	if len(common) == 0 {
 		topics := make([]string, 0, len(routes))
 		for t := range routes {
 			topics = append(topics, tp.c.nsStrip(t))
 		}
 		slices.Sort(topics)
+		if want != "" {
+			return nil, nil, fmt.Errorf("%w: %v and the offsets' broker %s", ErrNoCommonBroker, topics, want)
+		}
 		return nil, nil, fmt.Errorf("%w: %v", ErrNoCommonBroker, topics)
 	}
 	broker := common[0]
@@ -258,7 +318,7 @@ func rotate(s []string, n int) []string {
 
 // multiOutgoing encodes the half message of items going to qs: its body is the batch of
 // items, each with REAL_TOPIC and REAL_QID; its topic and queue are item 0's.
-func (tp *TransactionProducer) multiOutgoing(items []*message.Message, qs []queue) (*outgoing, error) {
+func (tp *TransactionProducer) multiOutgoing(items []*message.Message, qs []queue, extra map[string]string) (*outgoing, error) {
 	var body []byte
 	for i, it := range items {
 		props, err := it.AppendProperties(nil)
@@ -286,15 +346,53 @@ func (tp *TransactionProducer) multiOutgoing(items []*message.Message, qs []queu
 		return nil, fmt.Errorf("%w: the transaction's half message is %d bytes, max %d", ErrIllegalMessage, len(body), limit)
 	}
 	uniq := tp.c.ids.Next()
-	props, err := message.EncodeProperties(map[string]string{
+	kv := map[string]string{
 		message.PropertyUniqKey: uniq, message.PropertyTransactionPrepared: "true",
 		message.PropertyProducerGroup: tp.group, PropertyTransactionItems: strconv.Itoa(len(items)),
-	})
+	}
+	maps.Copy(kv, extra)
+	props, err := message.EncodeProperties(kv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
 	}
 	return &outgoing{topic: items[0].Topic, body: body, props: props, uniq: uniq,
 		sysFlag: message.WithTransactionType(0, message.TransactionPreparedType)}, nil
+}
+
+// txOffsets checks tx's offsets and returns the half message's properties carrying them
+// and the broker group they are on ("" without offsets).
+func (tp *TransactionProducer) txOffsets(tx *TxMessages) (map[string]string, string, error) {
+	if len(tx.Offsets) == 0 {
+		if tx.Group != "" {
+			return nil, "", fmt.Errorf("%w: a consumer group without offsets", ErrIllegalMessage)
+		}
+		return nil, "", nil
+	}
+	group := tp.c.nsWrap(tx.Group)
+	if err := protocol.ValidateGroup(group); err != nil {
+		return nil, "", fmt.Errorf("%w: offsets' group: %w", ErrIllegalMessage, err)
+	}
+	if len(tx.Offsets) > MaxTransactionOffsets {
+		return nil, "", fmt.Errorf("%w: %d offsets, max %d", ErrIllegalMessage, len(tx.Offsets), MaxTransactionOffsets)
+	}
+	broker := tx.Offsets[0].Queue.BrokerName
+	var b []byte
+	for i, o := range tx.Offsets {
+		switch {
+		case o.Queue.BrokerName != broker || broker == "":
+			return nil, "", fmt.Errorf("%w: offsets on broker groups %q and %q", ErrNoCommonBroker, broker, o.Queue.BrokerName)
+		case o.Offset < 0 || o.Queue.QueueID < 0:
+			return nil, "", fmt.Errorf("%w: offset %d of queue %d", ErrIllegalMessage, o.Offset, o.Queue.QueueID)
+		}
+		if err := protocol.ValidateTopic(o.Queue.Topic); err != nil {
+			return nil, "", fmt.Errorf("%w: offset %d: %w", ErrIllegalMessage, i, err)
+		}
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = fmt.Appendf(b, "%d,%d,%s", o.Queue.QueueID, o.Offset, o.Queue.Topic)
+	}
+	return map[string]string{propertyOffsetGroup: group, propertyOffsets: string(b)}, broker, nil
 }
 
 // runLocalMessages runs a multi-message local transaction; a panic is

@@ -148,6 +148,27 @@ func TestTxMessagesCommitRollbackAndCheckBack(t *testing.T) {
 		require.Equal(t, res.Messages[i].MsgID, m.UniqKey())
 	}
 	require.Empty(t, stored("rolled"), "a rolled-back transaction stores nothing")
+
+	// Offsets ride along: applied on commit, not on rollback.
+	broker := res.Messages[0].BrokerName
+	tx := func(prefix string, offset int64) TxMessages {
+		return TxMessages{Msgs: batch(prefix), Group: "cgTxOffsets", Offsets: []TxOffset{
+			{Queue: MessageQueue{Topic: "TxMA", BrokerName: broker, QueueID: 1}, Offset: offset},
+			{Queue: MessageQueue{Topic: "TxMB", BrokerName: broker, QueueID: 0}, Offset: offset + 1},
+		}}
+	}
+	decide := func(st TransactionState) LocalMessagesTransaction {
+		return func(context.Context, []*message.Message, MessagesTransactionResult) TransactionState { return st }
+	}
+	_, err = tp.SendTxMessages(ctx, tx("offrolled", 7), decide(TransactionRollback))
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), raw.committed("cgTxOffsets", "TxMA", 1), "no offset after a rollback")
+	_, err = tp.SendTxMessages(ctx, tx("offcommit", 3), decide(TransactionCommit))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), raw.committed("cgTxOffsets", "TxMA", 1), "offsets applied by the commit")
+	require.Equal(t, int64(4), raw.committed("cgTxOffsets", "TxMB", 0))
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(stored("offcommit")) == 4 }, "messages committed")
+	require.Empty(t, stored("offrolled"))
 }
 
 // TestTxMessagesRefusedBeforeSending: bad message lists and topics without a common
@@ -199,11 +220,36 @@ func TestTxMessagesRefusedBeforeSending(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCommonBroker)
 	require.False(t, ran)
 
+	// Offsets choose the broker group; it must host every topic.
+	onA := MessageQueue{Topic: "TxOnA", BrokerName: "a", QueueID: 0}
+	onB := MessageQueue{Topic: "TxOnB", BrokerName: "b", QueueID: 0}
+	for name, tc := range map[string]struct {
+		tx   TxMessages
+		want error
+	}{
+		"group without offsets": {TxMessages{Msgs: []*message.Message{message.NewMessage("TxOnAB", []byte("x"))}, Group: "g"}, ErrIllegalMessage},
+		"offsets without group": {TxMessages{Msgs: []*message.Message{message.NewMessage("TxOnAB", []byte("x"))},
+			Offsets: []TxOffset{{Queue: onA, Offset: 1}}}, ErrIllegalMessage},
+		"negative offset": {TxMessages{Msgs: []*message.Message{message.NewMessage("TxOnAB", []byte("x"))}, Group: "g",
+			Offsets: []TxOffset{{Queue: onA, Offset: -1}}}, ErrIllegalMessage},
+		"offsets on two groups": {TxMessages{Msgs: []*message.Message{message.NewMessage("TxOnAB", []byte("x"))}, Group: "g",
+			Offsets: []TxOffset{{Queue: onA, Offset: 1}, {Queue: onB, Offset: 1}}}, ErrNoCommonBroker},
+		"offsets on a group without the topics": {TxMessages{Msgs: []*message.Message{message.NewMessage("TxOnB", []byte("x"))},
+			Group: "g", Offsets: []TxOffset{{Queue: onA, Offset: 1}}}, ErrNoCommonBroker},
+	} {
+		_, err := tp.SendTxMessages(ctx, tc.tx, local)
+		require.ErrorIs(t, err, tc.want, name)
+	}
+	require.False(t, ran)
+	qs, _, err := tp.planQueues(ctx, []*message.Message{message.NewMessage("TxOnAB", []byte("x"))}, "", "a")
+	require.NoError(t, err)
+	require.Equal(t, "a", qs[0].broker, "the offsets' group is the transaction's")
+
 	// The plan puts every message on the one group all topics share.
 	items := []*message.Message{message.NewMessage("TxOnAB", []byte("x")), message.NewMessage("TxOnB", []byte("y")),
 		message.NewMessage("TxOnAB", []byte("z"))}
 	for range 4 {
-		qs, _, err := tp.planQueues(ctx, items, "")
+		qs, _, err := tp.planQueues(ctx, items, "", "")
 		require.NoError(t, err)
 		for i, q := range qs {
 			require.Equal(t, "b", q.broker, "message %d", i)

@@ -54,6 +54,12 @@ func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wai
 	if _, multi, err := Items(rec); multi && err != nil {
 		return PrepareResult{}, err
 	}
+	if _, _, ok, err := Offsets(rec); ok && (err != nil || s.opts.Offsets == nil) {
+		if err == nil {
+			err = fmt.Errorf("%w: this broker takes no offsets in transactions", ErrBadItems)
+		}
+		return PrepareResult{}, err
+	}
 	uniq := sp.UniqKey
 	var props []byte
 	if sp.Bookkeeping == 0 && !bytes.ContainsAny(rec.Topic, "\x01\x02") {

@@ -206,6 +206,9 @@ func (s *Service) commitItems(rec *message.Record, items []Item, origin, phy int
 	if err := s.putItems(msgs, nil); err != nil {
 		return in, fmt.Errorf("%w: %w", errCommitInterrupted, err)
 	}
+	if err := s.commitOffsets(rec, false); err != nil {
+		return in, fmt.Errorf("%w: %w", errCommitInterrupted, err)
+	}
 	return in, nil
 }
 
@@ -262,16 +265,18 @@ func (s *Service) completeItems(in *commitIntent) (committed bool, err error) {
 			Msg("half message of an interrupted multi-message commit is unreadable; cannot complete it")
 		return len(have) > 0, nil
 	}
-	if len(have) == len(items) {
-		return true, nil
+	if len(have) < len(items) {
+		msgs, err := s.itemRecords(&rec, items, in.phy)
+		if err != nil {
+			return false, err
+		}
+		s.log.Warn().Int64("txn", in.origin).Int("items", len(items)).Int("stored", len(have)).
+			Msg("completing an interrupted multi-message commit")
+		if err := s.putItems(msgs, have); err != nil {
+			return false, err
+		}
 	}
-	msgs, err := s.itemRecords(&rec, items, in.phy)
-	if err != nil {
-		return false, err
-	}
-	s.log.Warn().Int64("txn", in.origin).Int("items", len(items)).Int("stored", len(have)).
-		Msg("completing an interrupted multi-message commit")
-	if err := s.putItems(msgs, have); err != nil {
+	if err := s.commitOffsets(&rec, true); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -60,9 +60,9 @@ func multiHalf(t testing.TB, uniq string, items []testItem, extra ...string) mes
 }
 
 // prepareMulti stores a multi-message half message.
-func (e *env) prepareMulti(uniq string, items []testItem) PrepareResult {
+func (e *env) prepareMulti(uniq string, items []testItem, extra ...string) PrepareResult {
 	e.t.Helper()
-	rec := multiHalf(e.t, uniq, items)
+	rec := multiHalf(e.t, uniq, items, extra...)
 	res, err := e.svc.Prepare(&rec, false)
 	require.NoError(e.t, err)
 	return res
@@ -322,6 +322,7 @@ func runMultiKill(t *testing.T, kills ...int) (writes, prepared int) {
 	checker.mu.answers["E"], checker.mu.answers["C"] = always, always
 	e := &env{t: t, fs: fsys, clock: clock, checker: checker}
 	cursorPath := "txn/" + cursorFileName
+	offsets := newTestOffsets() // durable: survives the kills
 	for life := 0; ; life++ {
 		killAt := 0
 		if life < len(kills) {
@@ -337,7 +338,10 @@ func runMultiKill(t *testing.T, kills ...int) (writes, prepared int) {
 				cursorAtKill = b
 			}
 		}
-		svc, err := New(testOptions(ks, fsys, clock, checker))
+		offsets.setAlive(func() bool { return !ks.dead() })
+		o := testOptions(ks, fsys, clock, checker)
+		o.Offsets = offsets
+		svc, err := New(o)
 		require.NoError(t, err)
 		checker.svc.Store(svc)
 		e.svc = svc
@@ -345,8 +349,8 @@ func runMultiKill(t *testing.T, kills ...int) (writes, prepared int) {
 			require.ErrorIs(t, err, errKilled)
 		}
 		if life == 0 {
-			pe := e.prepareMulti("E", multiItems)
-			e.prepareMulti("C", multiItems)
+			pe := e.prepareMulti("E", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "0,10,In;1,20,In")
+			e.prepareMulti("C", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "2,30,In")
 			prepared = ks.count()
 			_, err := svc.End(EndRequest{ProducerGroup: testGroup, TranStateTableOffset: pe.Append.QueueOffset,
 				CommitLogOffset: pe.Append.PhysicalOffset, CommitOrRollback: message.TransactionCommitType})
@@ -365,6 +369,8 @@ func runMultiKill(t *testing.T, kills ...int) (writes, prepared int) {
 		writes = ks.count()
 		if killAt == 0 {
 			requireItemsOnce(e, multiItems, "E", "C")
+			require.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 10, {"CG", "In", 1}: 20, {"CG", "In", 2}: 30},
+				offsets.snapshot(), "the offsets of both transactions committed")
 			require.NoError(t, svc.Shutdown(context.Background()))
 			require.NoError(t, e.st.Shutdown(context.Background()))
 			return writes, prepared
@@ -384,4 +390,116 @@ func runMultiKill(t *testing.T, kills ...int) (writes, prepared int) {
 		require.NoError(t, err)
 		require.NoError(t, abort.Close())
 	}
+}
+
+// dead reports whether the simulated broker has been killed.
+func (k *killStore) dead() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.killAt > 0 && k.writes >= k.killAt
+}
+
+// testOffsetKey names one committed offset.
+type testOffsetKey struct {
+	group, topic string
+	queue        int32
+}
+
+// testOffsets is a durable offset store: what CommitOffsets applied survives a kill; a
+// call once the broker is dead fails (the process is gone).
+type testOffsets struct {
+	mu    sync.Mutex
+	m     map[testOffsetKey]int64
+	calls int
+	alive func() bool
+}
+
+func newTestOffsets() *testOffsets { return &testOffsets{m: map[testOffsetKey]int64{}} }
+
+func (o *testOffsets) setAlive(f func() bool) {
+	o.mu.Lock()
+	o.alive = f
+	o.mu.Unlock()
+}
+
+func (o *testOffsets) CommitOffsets(group string, updates []OffsetUpdate, forwardOnly bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.alive != nil && !o.alive() {
+		return errKilled
+	}
+	o.calls++
+	for _, u := range updates {
+		k := testOffsetKey{group, u.Topic, u.QueueID}
+		if cur, ok := o.m[k]; forwardOnly && ok && cur >= u.Offset {
+			continue
+		}
+		o.m[k] = u.Offset
+	}
+	return nil
+}
+
+func (o *testOffsets) snapshot() map[testOffsetKey]int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[testOffsetKey]int64{}
+	for k, v := range o.m {
+		out[k] = v
+	}
+	return out
+}
+
+// TestOffsetsAppliedOnCommitOnly: the offsets a transaction carries are applied when it
+// commits — by END_TRANSACTION or by check-back — once, and never when it rolls back.
+func TestOffsetsAppliedOnCommitOnly(t *testing.T) {
+	offsets := newTestOffsets()
+	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
+	e.checker.mu.answers["K"] = []int32{message.TransactionCommitType}
+	pc := e.prepareMulti("C", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "0,10,In;1,20,In")
+	pr := e.prepareMulti("R", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "0,99,In;3,99,In")
+	e.prepareMulti("K", multiItems, PropertyOffsetGroup, "CG2", PropertyOffsets, "5,7,Other")
+	assert.Empty(t, offsets.snapshot(), "nothing before the commit")
+	assert.Equal(t, EndRolledBack, e.end(pr, "R", message.TransactionRollbackType))
+	assert.Empty(t, offsets.snapshot(), "nothing on rollback")
+	assert.Equal(t, EndCommitted, e.end(pc, "C", message.TransactionCommitType))
+	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 10, {"CG", "In", 1}: 20}, offsets.snapshot())
+	assert.Equal(t, EndAlreadyCommitted, e.end(pc, "C", message.TransactionCommitType))
+	e.round()
+	e.clock.advance(6 * time.Second)
+	e.round()
+	e.round()
+	assert.Equal(t, 1, e.checker.checks("K"))
+	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 10, {"CG", "In", 1}: 20, {"CG2", "Other", 5}: 7},
+		offsets.snapshot())
+	assert.Equal(t, 2, offsets.calls, "once per committed transaction")
+	requireItemsOnce(e, multiItems, "C", "K")
+}
+
+func TestOffsetsRefused(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Offsets = newTestOffsets() })
+	for name, extra := range map[string][]string{
+		"bad group":     {PropertyOffsetGroup, "a b", PropertyOffsets, "0,1,In"},
+		"no group":      {PropertyOffsets, "0,1,In"},
+		"no offsets":    {PropertyOffsetGroup, "CG"},
+		"bad offset":    {PropertyOffsetGroup, "CG", PropertyOffsets, "0,-1,In"},
+		"bad queue":     {PropertyOffsetGroup, "CG", PropertyOffsets, "x,1,In"},
+		"bad topic":     {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,"},
+		"missing field": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1"},
+	} {
+		rec := multiHalf(t, "B", multiItems, extra...)
+		_, err := e.svc.Prepare(&rec, false)
+		assert.ErrorIs(t, err, ErrBadItems, name)
+	}
+	// Offsets only ride on multi-message transactions, and need a committer.
+	props, err := message.EncodeProperties(map[string]string{message.PropertyUniqKey: "S",
+		message.PropertyProducerGroup: testGroup, PropertyOffsetGroup: "CG", PropertyOffsets: "0,1,In"})
+	require.NoError(t, err)
+	single := message.Record{Topic: []byte("Orders"), SysFlag: message.TransactionPreparedType, Body: []byte("b"),
+		Properties: props, BornHost: bornHost}
+	_, err = e.svc.Prepare(&single, false)
+	assert.ErrorIs(t, err, ErrBadItems)
+	e2 := newEnv(t, nil)
+	rec := multiHalf(t, "N", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In")
+	_, err = e2.svc.Prepare(&rec, false)
+	assert.ErrorIs(t, err, ErrBadItems)
 }
