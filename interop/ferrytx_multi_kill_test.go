@@ -13,19 +13,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/broker/offsets"
+	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/internal/testkit"
+	"github.com/ferrymq/ferry/launch"
 	"github.com/ferrymq/ferry/testutil"
 )
 
 // TestFerryTxMessagesSurviveKills: a producer process sending multi-message transactions
-// (five messages over two topics; committed, rolled back or left to the check-back) and
+// (64 messages over two topics and a consumer offset of a group of their own; committed,
+// rolled back or left to the check-back) and
 // the broker process (sync flush) are SIGKILLed at random points, one or the other or
 // both, over many rounds; each is restarted. At the end a producer of the group resolves
 // what is pending, and the broker's store, read offline, holds every transaction either
 // completely — each message exactly once — or not at all: every transaction that reached
-// the broker and was to commit completely, every one to roll back not at all.
+// the broker and was to commit completely, every one to roll back not at all; and the
+// offsets file holds exactly the offsets of the committed ones.
 func TestFerryTxMessagesSurviveKills(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -51,7 +58,7 @@ func TestFerryTxMessagesSurviveKills(t *testing.T) {
 	kills := map[string]int{}
 	for r := range rounds {
 		if child == nil {
-			child = testkit.StartChild(t, "ferrytxm", nsAddr, strconv.Itoa(r*1_000_000))
+			child = testkit.StartChild(t, "ferrytxm", nsAddr, strconv.Itoa(r*1_000_000), conf.DefaultBrokerConfig().BrokerName)
 			require.Equal(t, "READY", child.Line(t, 30*time.Second))
 		}
 		// Run until the producer has prepared a random number of transactions.
@@ -142,6 +149,31 @@ func TestFerryTxMessagesSurviveKills(t *testing.T) {
 	for i := range prepared {
 		if multiKillCommits(i) && txns[i] == 0 {
 			wrong = append(wrong, fmt.Sprintf("txn %d: prepared, to commit, nothing stored", i))
+		}
+	}
+	// The offsets: exactly those of the committed transactions, each as it committed it.
+	cfg := conf.DefaultBrokerConfig()
+	cfg.DataDir, cfg.CommitLogSegmentSize = dataDir, txKillSegmentSize
+	bo, err := launch.BrokerOptions(cfg, mmap.OSFS{}, zerolog.Nop())
+	require.NoError(t, err)
+	oo := offsets.DefaultOptions()
+	oo.Dir = bo.Store.Dir
+	ost, err := offsets.Open(oo)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, ost.Close()) }()
+	for _, g := range ost.Groups() {
+		var i int
+		if _, err := fmt.Sscanf(g, "mkg-%d", &i); err != nil {
+			continue // the test's push consumers
+		}
+		if txns[i] == 0 {
+			wrong = append(wrong, fmt.Sprintf("txn %d: offset committed, messages not", i))
+		}
+	}
+	for i := range txns {
+		off, ok := ost.Query(multiKillOffsetGroup(i), multiKillTopicA, 0)
+		if !ok || off != int64(i)+1 {
+			wrong = append(wrong, fmt.Sprintf("txn %d: messages committed, offset %d (found %v)", i, off, ok))
 		}
 	}
 	require.Empty(t, wrong, "transactions stored partly, or wrongly")

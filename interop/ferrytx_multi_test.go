@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/client"
@@ -222,14 +223,26 @@ func newMultiKillProducer(ns, instance string) (*client.Client, *client.Transact
 	return cl, tp, ck, nil
 }
 
+// multiKillTx is transaction i of the kill test with its consumer offset: group
+// "mkg-<i>" consumes topic A's queue 0 of broker from offset i+1 — one group per
+// transaction, so which offsets were applied tells which transactions committed.
+func multiKillTx(i int, broker string) client.TxMessages {
+	return client.TxMessages{Msgs: multiKillTxn(i), Group: multiKillOffsetGroup(i), Offsets: []client.TxOffset{{
+		Queue: client.MessageQueue{Topic: multiKillTopicA, BrokerName: broker, QueueID: 0}, Offset: int64(i) + 1}}}
+}
+
+// multiKillOffsetGroup is the consumer group whose offset transaction i commits.
+func multiKillOffsetGroup(i int) string { return "mkg-" + strconv.Itoa(i) }
+
 // ferryTxMultiChild is the child side of TestFerryTxMessagesSurviveKills (args: the name
-// server's address and the first transaction number): it sends transactions from that
-// number on, forever, printing "P <i>" from each local transaction (the half message is
-// stored then). Local transactions answer unknown for every fourth transaction and
-// multiKillCommits otherwise; failed sends (the broker is down) are retried with the next
-// number.
+// server's address, the first transaction number and the broker's name): it sends
+// transactions (multiKillTx) from that number on, forever, printing "P <i>" from each
+// local transaction (the half message is stored then). Local transactions answer unknown
+// for every fourth transaction and multiKillCommits otherwise; failed sends (the broker
+// is down) are retried with the next number.
 func ferryTxMultiChild(args []string) {
 	start, _ := strconv.Atoi(args[1])
+	broker := args[2]
 	_, tp, _, err := newMultiKillProducer(args[0], "ferrytx-multi-child-"+args[1])
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -239,7 +252,7 @@ func ferryTxMultiChild(args []string) {
 	deadline := time.Now().Add(3 * time.Minute) // the test kills it long before
 	for i := start; time.Now().Before(deadline); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err := tp.SendMessagesInTransaction(ctx, multiKillTxn(i),
+		_, err := tp.SendTxMessages(ctx, multiKillTx(i, broker),
 			func(context.Context, []*message.Message, client.MessagesTransactionResult) client.TransactionState {
 				fmt.Println("P", i)
 				switch {
@@ -256,4 +269,83 @@ func ferryTxMultiChild(args []string) {
 		}
 	}
 	os.Exit(3)
+}
+
+// TestFerryTxOffsetsResumeOfficialConsumer: consume-transform-produce. Ferry's pull
+// consumer reads inputs the official producer sent; Ferry's producer sends the outputs of
+// the first six with the input group's offset in one committed transaction, and of the
+// rest in one rolled back. The official push consumer of the input group then starts at
+// the committed offset — it gets exactly the last four inputs — and the outputs of the
+// first six are consumable, those of the rolled-back transaction are not.
+func TestFerryTxOffsetsResumeOfficialConsumer(t *testing.T) {
+	const in, out, inGroup, n = "FerryTxPipeIn", "FerryTxPipeOut", "ferrytx-pipe-in-cg", 10
+	c := testutil.StartCluster(t, txClusterOptions())
+	createTopic(t, c, in, 1)
+	createTopic(t, c, out, 2)
+	p := newProducer(t, c, "ferrytx-pipe-src")
+	for i := range n {
+		_, err := p.SendSync(context.Background(), primitive.NewMessage(in, fmt.Appendf(nil, "in-%d", i)))
+		require.NoError(t, err)
+	}
+
+	cl, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithInstanceName(instance("ferrytx-pipe")))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cl.Close()) }()
+	tp, err := cl.NewTransactionProducer("ferrytx-pipe-pg", client.TransactionCheckerFunc(
+		func(context.Context, *client.MessageExt) client.TransactionState { return client.TransactionUnknown }))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tp.Close()) }()
+	pc, err := cl.NewPullConsumer(inGroup)
+	require.NoError(t, err)
+	ctx := context.Background()
+	mqs, err := pc.FetchQueues(ctx, in)
+	require.NoError(t, err)
+	require.Len(t, mqs, 1)
+	var inputs []*client.MessageExt
+	for off := int64(0); len(inputs) < n; {
+		r, err := pc.Pull(ctx, mqs[0], off, 32, "*")
+		require.NoError(t, err)
+		inputs = append(inputs, r.Messages...)
+		off = r.NextOffset
+	}
+	transform := func(batch []*client.MessageExt, st client.TransactionState) {
+		tx := client.TxMessages{Group: inGroup, Offsets: []client.TxOffset{
+			{Queue: mqs[0], Offset: batch[len(batch)-1].QueueOffset + 1}}}
+		for _, m := range batch {
+			tx.Msgs = append(tx.Msgs, message.NewMessage(out, append([]byte("out-"), m.Body...)))
+		}
+		res, err := tp.SendTxMessages(ctx, tx, func(context.Context, []*message.Message, client.MessagesTransactionResult) client.TransactionState {
+			return st
+		})
+		require.NoError(t, err)
+		require.Equal(t, st, res.State)
+	}
+	transform(inputs[:6], client.TransactionCommit)
+	transform(inputs[6:], client.TransactionRollback)
+	committed, err := pc.CommittedOffset(ctx, mqs[0])
+	require.NoError(t, err)
+	require.Equal(t, inputs[5].QueueOffset+1, committed)
+
+	resumed, outputs := newCollector(), newCollector()
+	pin := newPushConsumer(t, c, inGroup, in, "*", resumed.handler)
+	defer func() { _ = pin.Shutdown() }()
+	pout := newPushConsumer(t, c, "ferrytx-pipe-out-cg", out, "*", outputs.handler)
+	defer func() { _ = pout.Shutdown() }()
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		return resumed.total.Load() >= n-6 && outputs.total.Load() >= 6
+	}, "the rest of the inputs and the committed outputs delivered")
+	want := map[string]int{}
+	for i := 6; i < n; i++ {
+		want[fmt.Sprintf("in-%d", i)] = 1
+	}
+	resumed.mu.Lock()
+	require.Equal(t, want, resumed.count, "the official consumer resumes at the transaction's offset")
+	resumed.mu.Unlock()
+	want = map[string]int{}
+	for i := range 6 {
+		want[fmt.Sprintf("out-in-%d", i)] = 1
+	}
+	outputs.mu.Lock()
+	require.Equal(t, want, outputs.count, "the committed outputs, once; none of the rolled-back ones")
+	outputs.mu.Unlock()
 }
