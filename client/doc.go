@@ -158,7 +158,9 @@
 // messages, to topics and queues of one broker group, as one transaction: all of them
 // become consumable on commit, none on rollback, even across broker crashes; the
 // TransactionChecker is asked once per transaction and gets the messages from
-// TransactionMessages. See docs/transactions.md, "Several messages in one transaction".
+// TransactionMessages. SendTxMessages also commits consumer offsets of one group with
+// the transaction (consume-transform-produce). See docs/transactions.md, "Several messages
+// in one transaction" and "Consumer offsets in a transaction".
 //
 // # Errors
 //

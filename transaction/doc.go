@@ -100,7 +100,9 @@
 // once the intent is stored the commit is decided, and an interrupted one (a kill, a
 // failed write) is completed by writing only the missing items, found by their PREPARED TX
 // OFFSET and FERRY_TRAN_ITEM index. All items of one transaction go to one broker: there
-// is no commit across brokers. See multi.go.
+// is no commit across brokers. See multi.go. Such a half message may also carry consumer
+// offsets of one group (offsets.go), applied through Options.Offsets after the items and
+// before the op entry, and again (forward only) when an interrupted commit is completed.
 //
 // # Design
 //
