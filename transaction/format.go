@@ -199,6 +199,8 @@ func decodeOpEntry(body, props []byte) (opEntry, error) {
 //	FERRY_TRAN_INTENT   "<origin>,<phy>,<queue id>,<queue offset>,<topic>"
 //	                    e.g. "17,40960,3,118,Orders"
 //	body        "intent"
+//	FERRY_TRAN_INTENT_ITEMS  only for a multi-message transaction: every destination
+//	                         (see multi.go)
 //
 // origin names the transaction; phy is the commit-log offset END_TRANSACTION quoted, which
 // the committed message carries as its PREPARED TX OFFSET; topic and queue id are where
