@@ -220,6 +220,7 @@ func (b *Broker) openParts() error {
 		return err
 	}
 	txo.Checker = &txChecker{clients: b.clients, conns: b.conns, brokerName: o.BrokerName}
+	txo.Offsets = txOffsets{b: b} // b.offsets is opened below, before the service starts
 	txo.TransactionTimeout, txo.MaxChecks = o.TransactionTimeout, o.TransactionCheckMax
 	if o.TransactionCheckInterval > 0 {
 		txo.RecheckInterval = o.TransactionCheckInterval
@@ -280,7 +281,7 @@ func (b *Broker) buildHandlers(tr *traffic.Stats) {
 		retry:     &retryPolicy{topics: b.topics, groups: b.groups, log: b.log},
 		uniq:      message.NewUniqKeyGenerator(host.Addr(), 0),
 		storeHost: host, cluster: o.ClusterName, autoCreate: o.AutoCreateTopic, log: b.log,
-		rates: b.rates, repl: b.repl, counts: counts, dedup: b.dedup,
+		rates: b.rates, repl: b.repl, counts: counts, dedup: b.dedup, acl: o.ACL,
 	}
 	b.txh = &txHandler{tx: b.tx, records: b.store}
 	b.offsetH = &offsetHandler{store: b.store, offsets: b.offsets}

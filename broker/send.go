@@ -29,6 +29,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/broker/dedup"
 	"github.com/ferrymq/ferry/broker/topicconf"
 	"github.com/ferrymq/ferry/message"
@@ -82,6 +83,7 @@ type sender struct {
 	repl       *replication // wakes slaves and waits for them (SYNC_MASTER); nil in unit tests
 	counts     *meters      // /metrics counters; nil: off (Options.MetricsEnable)
 	dedup      *dedup.Table // sends to topics with a dedup window; nil in some unit tests
+	acl        acl.Checker  // checks multi-message transaction items (transaction.go); nil: ACL off
 }
 
 // sendScratch is the per-request working memory of a send, pooled so that a plain send
@@ -380,9 +382,12 @@ func (s *sender) batchRecords(body []byte, h *protocol.SendMessageRequestHeader,
 func (s *sender) prepare(ctx context.Context, ch remoting.Channel, req *remoting.Command, topic string, rec *message.Record,
 	sp *message.SendProps) (*remoting.Command, error) {
 	s.conns.rememberTx(string(sp.ProducerGroup), ch)
+	if err := s.checkTxItems(ch, req, rec); err != nil {
+		return nil, err
+	}
 	res, err := s.tx.PrepareScanned(rec, sp, sp.WaitStore())
 	if err != nil {
-		if errors.Is(err, transaction.ErrNoProducerGroup) {
+		if errors.Is(err, transaction.ErrNoProducerGroup) || errors.Is(err, transaction.ErrBadItems) {
 			return nil, fail(protocol.MessageIllegal, "%v", err)
 		}
 		return nil, storeError(err)

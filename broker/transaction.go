@@ -11,11 +11,19 @@ package broker
 // rolls back; a repeated or late one changes nothing, and one for a message that does not
 // exist, with wrong offsets or from another group is answered SYSTEM_ERROR with a remark.
 // Checks go oneway to a live connection of the message's producer group.
+//
+// A multi-message half message (Ferry's extension, package transaction, multi.go) has
+// each item's topic and queue checked like a send's (checkTxItems) before it is stored,
+// and END_TRANSACTION with ACL on needs PUB on every item's topic. Consumer offsets it
+// carries (transaction/offsets.go) must name topics and queues of this broker; with ACL on
+// the sender needs SUB on their group and topics; they are applied to the offset store,
+// and its file written, when the transaction commits (txOffsets).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/ferrymq/ferry/acl"
 	"github.com/ferrymq/ferry/message"
@@ -51,6 +59,11 @@ func (t *txHandler) handleEndTransaction(ctx context.Context, _ remoting.Channel
 			return respond(req, protocol.SystemError, "Find prepared transaction message failed"), nil
 		}
 		err = checkRecordTopics(g, &rec, acl.PermPub)
+		items, _, ierr := transaction.Items(&rec)
+		group, updates, _, oerr := transaction.Offsets(&rec)
+		if err == nil && ierr == nil && oerr == nil {
+			err = checkTxResources(g.CheckRecordTopic, g.CheckGroup, items, group, updates)
+		}
 		view.Release()
 		if err != nil {
 			return nil, err
@@ -113,3 +126,107 @@ func (c *txChecker) Check(ctx context.Context, group string, req transaction.Che
 	}
 	return fmt.Errorf("%w %q", errNoProducer, group)
 }
+
+// checkTxItems checks the items of a multi-message half message (transaction.Items, a
+// Ferry extension): each item's topic must be one this broker takes sends for (sendTopic:
+// it exists or may be auto-created, and is writable), its queue must exist, and with ACL
+// on the caller must have PUB on it — the gate checked only the header's topic (item
+// 0's). The consumer offsets it may carry must name existing topics and queues of this
+// broker, and with ACL on the caller needs SUB on their group and topics. Anything else is
+// refused before the half message is stored. An ordinary half message passes untouched.
+func (s *sender) checkTxItems(ch remoting.Channel, req *remoting.Command, rec *message.Record) error {
+	items, multi, err := transaction.Items(rec)
+	if !multi {
+		return nil
+	}
+	if err != nil {
+		return fail(protocol.MessageIllegal, "%v", err)
+	}
+	for i := range items {
+		it := &items[i]
+		h := protocol.SendMessageRequestHeader{Topic: it.Topic, QueueID: it.QueueID,
+			DefaultTopic: protocol.AutoCreateTopicKey, DefaultTopicQueueNums: defaultTopicQueueNums}
+		cfg, err := s.sendTopic(&h)
+		if err != nil {
+			return err
+		}
+		if it.QueueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
+			return fail(protocol.InvalidParameter, "transaction item %d: queueId %d out of range for topic %s (%d queues)",
+				i, it.QueueID, it.Topic, cfg.WriteQueueNums)
+		}
+	}
+	group, updates, _, err := transaction.Offsets(rec)
+	if err != nil {
+		return fail(protocol.MessageIllegal, "%v", err)
+	}
+	for _, u := range updates {
+		cfg, ok := s.topics.Get(u.Topic)
+		if !ok {
+			return fail(protocol.TopicNotExist, "transaction offset: topic %s does not exist on this broker", u.Topic)
+		}
+		if u.QueueID >= max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
+			return fail(protocol.InvalidParameter, "transaction offset: queueId %d out of range for topic %s", u.QueueID, u.Topic)
+		}
+	}
+	if s.acl == nil {
+		return nil
+	}
+	r := acl.Request{Code: req.Code, Version: req.Version, Fields: req.ExtFields, Body: req.Body}
+	if ap, err := netip.ParseAddrPort(ch.RemoteAddr()); err == nil {
+		r.Addr = ap.Addr()
+	}
+	caller, err := s.acl.Authorize(r)
+	if err == nil {
+		err = checkTxResources(caller.CheckTopic, caller.CheckGroup, items, group, updates)
+	}
+	if err != nil {
+		return &remoting.CodeError{Code: int16(protocol.NoPermission), Remark: err.Error()}
+	}
+	return nil
+}
+
+// checkTxResources checks what a multi-message transaction touches: PUB on every item's
+// topic and, for the offsets it carries, SUB on their group and topics.
+func checkTxResources(topic func(string, acl.Perm) error, grp func(string, acl.Perm) error,
+	items []transaction.Item, group string, updates []transaction.OffsetUpdate) error {
+	for i := range items {
+		if err := topic(items[i].Topic, acl.PermPub); err != nil {
+			return err
+		}
+	}
+	if group == "" {
+		return nil
+	}
+	if err := grp(group, acl.PermSub); err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if err := topic(u.Topic, acl.PermSub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// txOffsets applies the consumer offsets of committed transactions to the broker's
+// offset store and writes its file before returning (transaction.OffsetCommitter).
+type txOffsets struct{ b *Broker }
+
+// CommitOffsets implements transaction.OffsetCommitter.
+func (o txOffsets) CommitOffsets(group string, updates []transaction.OffsetUpdate, forwardOnly bool) error {
+	st := o.b.offsets
+	if st == nil {
+		return errors.New("broker: the offset store is not open")
+	}
+	for _, u := range updates {
+		if cur, ok := st.Query(group, u.Topic, u.QueueID); forwardOnly && ok && cur >= u.Offset {
+			continue
+		}
+		st.Commit(group, u.Topic, u.QueueID, u.Offset)
+	}
+	return st.Flush()
+}
+
+// defaultTopicQueueNums is the queue count a transaction item's topic is auto-created
+// with (when the broker allows it), as the clients ask for a topic sent to first.
+const defaultTopicQueueNums = 4

@@ -173,6 +173,14 @@
 // producer has sent to; a producer that takes over the transactions of one that died
 // calls Register with their topics first.
 //
+// SendMessagesInTransaction (a Ferry extension, Ferry brokers only) sends several
+// messages, to topics and queues of one broker group, as one transaction: all of them
+// become consumable on commit, none on rollback, even across broker crashes; the
+// TransactionChecker is asked once per transaction and gets the messages from
+// TransactionMessages. SendTxMessages also commits consumer offsets of one group with
+// the transaction (consume-transform-produce). See docs/transactions.md, "Several messages
+// in one transaction" and "Consumer offsets in a transaction".
+//
 // # Errors
 //
 // Errors wrap the sentinels of this package (ErrClosed, ErrNoRoute, ErrBroker,

@@ -24,7 +24,8 @@ import (
 
 func TestMain(m *testing.M) {
 	rlog.SetLogLevel("fatal")
-	testkit.RunChildRole(map[string]func([]string){"tx": txChild, "ferrytx": ferryTxChild})
+	testkit.RunChildRole(map[string]func([]string){"tx": txChild, "ferrytx": ferryTxChild,
+		"ferrytxm": ferryTxMultiChild})
 	os.Exit(testkit.Main(m).Run())
 }
 

@@ -144,7 +144,11 @@ func checkRequest(rec *message.Record, times int) (CheckRequest, error) {
 
 // doVerify looks for the committed message of a replayed commit intent.
 func (s *Service) doVerify(a action) {
-	found, err := s.findCommit(a.intent)
+	find := s.findCommit
+	if a.intent.items > 0 {
+		find = s.completeItems
+	}
+	found, err := find(a.intent)
 	if err != nil {
 		s.log.Error().Err(err).Int64("txn", a.origin).
 			Msg("cannot tell whether an interrupted commit was stored; will retry")

@@ -91,6 +91,19 @@
 // checked nor ended (END_TRANSACTION is answered EndInProgress); a failed read is retried
 // every round.
 //
+// # Several messages in one transaction
+//
+// A Ferry extension: a half message carrying FERRY_TRAN_ITEMS holds several messages
+// (items), each with its own topic and queue, in its body; it is prepared, renewed,
+// checked and ended like any half message, so a check asks once per transaction. Commit
+// writes an intent listing the items' destinations, then the items, then the op entry;
+// once the intent is stored the commit is decided, and an interrupted one (a kill, a
+// failed write) is completed by writing only the missing items, found by their PREPARED TX
+// OFFSET and FERRY_TRAN_ITEM index. All items of one transaction go to one broker: there
+// is no commit across brokers. See multi.go. Such a half message may also carry consumer
+// offsets of one group (offsets.go), applied through Options.Offsets after the items and
+// before the op entry, and again (forward only) when an interrupted commit is completed.
+//
 // # Design
 //
 // The bookkeeping is a deterministic state machine (machine.go, tick.go): no goroutines,

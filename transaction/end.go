@@ -2,6 +2,7 @@ package transaction
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -49,6 +50,15 @@ func (s *Service) PrepareScanned(rec *message.Record, sp *message.SendProps, wai
 	}
 	if t := string(rec.Topic); t == halfTopic || t == opTopic || t == discardTopic {
 		return PrepareResult{}, fmt.Errorf("transaction: cannot prepare a message for system topic %s", t)
+	}
+	if _, multi, err := Items(rec); multi && err != nil {
+		return PrepareResult{}, err
+	}
+	if _, _, ok, err := Offsets(rec); ok && (err != nil || s.opts.Offsets == nil) {
+		if err == nil {
+			err = fmt.Errorf("%w: this broker takes no offsets in transactions", ErrBadItems)
+		}
+		return PrepareResult{}, err
 	}
 	uniq := sp.UniqKey
 	var props []byte
@@ -142,7 +152,15 @@ func (s *Service) End(req EndRequest) (EndResult, error) {
 		return EndInProgress, nil
 	}
 	if oc == outcomeCommit {
-		if err := s.commit(&rec, h.origin, req.CommitLogOffset); err != nil {
+		in, err := s.commit(&rec, h.origin, req.CommitLogOffset)
+		if errors.Is(err, errCommitInterrupted) {
+			// Some items may be stored: the commit is decided, and the verify action
+			// completes it.
+			s.log.Error().Err(err).Int64("txn", h.origin).Msg("multi-message commit interrupted; completing it in the background")
+			s.report(func(m *machine) { m.commitInterrupted(h.origin, in) })
+			return 0, err
+		}
+		if err != nil {
 			s.report(func(m *machine) { m.endFailed(h.origin) })
 			return 0, err
 		}
@@ -178,7 +196,21 @@ func alreadyResult(oc outcome) EndResult {
 // phy, after its commit intent (see format.go): should the broker die before the op entry
 // is stored, a restart finds the message through the intent instead of committing it
 // again.
-func (s *Service) commit(rec *message.Record, origin, phy int64) error {
+//
+// A multi-message half record is committed by commitItems; after its intent is stored, an
+// error wraps errCommitInterrupted and in is that intent.
+func (s *Service) commit(rec *message.Record, origin, phy int64) (in *commitIntent, err error) {
+	if items, multi, err := Items(rec); multi {
+		if err != nil {
+			return nil, fmt.Errorf("transaction: half message at %d: %w", phy, err)
+		}
+		return s.commitItems(rec, items, origin, phy)
+	}
+	return nil, s.commitOne(rec, origin, phy)
+}
+
+// commitOne is commit for an ordinary (single-message) half record.
+func (s *Service) commitOne(rec *message.Record, origin, phy int64) error {
 	topic, _ := rec.Property(message.PropertyRealTopic)
 	qv, _ := rec.Property(message.PropertyRealQueueID)
 	qid, err := parseQueueID(qv)
@@ -236,6 +268,12 @@ func (s *Service) intentRecord(in *commitIntent, topic []byte) message.Record {
 	props = append(props, message.NameValueSeparator)
 	props = appendIntentValue(props, in, topic)
 	props = append(props, message.PropertySeparator)
+	if in.items > 0 {
+		props = append(props, PropertyIntentItems...)
+		props = append(props, message.NameValueSeparator)
+		props = appendIntentItems(props, in)
+		props = append(props, message.PropertySeparator)
+	}
 	return message.Record{
 		Topic:         []byte(opTopic),
 		QueueID:       queueID,

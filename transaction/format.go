@@ -199,6 +199,8 @@ func decodeOpEntry(body, props []byte) (opEntry, error) {
 //	FERRY_TRAN_INTENT   "<origin>,<phy>,<queue id>,<queue offset>,<topic>"
 //	                    e.g. "17,40960,3,118,Orders"
 //	body        "intent"
+//	FERRY_TRAN_INTENT_ITEMS  only for a multi-message transaction: every destination
+//	                         (see multi.go)
 //
 // origin names the transaction; phy is the commit-log offset END_TRANSACTION quoted, which
 // the committed message carries as its PREPARED TX OFFSET; topic and queue id are where
@@ -226,6 +228,10 @@ type commitIntent struct {
 	queueID     int32  // the committed message's queue ...
 	queueOffset int64  // ... at or after this offset
 	topic       string // ... of this topic
+	// Multi-message transactions only (PropertyIntentItems, see multi.go): the number of
+	// items and every destination; 0 and nil for a single message.
+	items int
+	dests []destination
 }
 
 // appendIntentValue appends the PropertyCommitIntent value of in (topic given as bytes,
@@ -265,8 +271,14 @@ func decodeIntent(props []byte) (commitIntent, error) {
 	if nums[2] > 1<<31-1 || len(rest) == 0 {
 		return commitIntent{}, fmt.Errorf("%w: commit intent %q: bad queue", errBadOpEntry, v)
 	}
-	return commitIntent{origin: nums[0], phy: nums[1], queueID: int32(nums[2]), queueOffset: nums[3],
-		topic: string(rest)}, nil
+	in := commitIntent{origin: nums[0], phy: nums[1], queueID: int32(nums[2]), queueOffset: nums[3],
+		topic: string(rest)}
+	if iv, ok := message.LookupProperty(props, PropertyIntentItems); ok {
+		if err := decodeIntentItems(iv, &in); err != nil {
+			return commitIntent{}, err
+		}
+	}
+	return in, nil
 }
 
 // parseNonNegative parses a decimal int64 ≥ 0 made of digits only.

@@ -509,6 +509,23 @@ func (m *machine) opWritten(origin int64, ok bool) {
 	m.update(t)
 }
 
+// commitInterrupted reports that the END_TRANSACTION let through by beginEnd stored the
+// commit intent in of a multi-message transaction but not all its items. The commit is
+// decided: the transaction stays unended, neither checked nor ended by END_TRANSACTION,
+// until the verify action has stored the missing items (verified).
+func (m *machine) commitInterrupted(origin int64, in *commitIntent) {
+	t := m.txns[origin]
+	if t == nil || t.state != stateResolving {
+		return
+	}
+	t.state = statePending
+	if t.intent == nil {
+		m.unverified = append(m.unverified, origin)
+	}
+	t.intent = in
+	m.update(t)
+}
+
 // verified reports the verify action of origin: committed when the committed message of
 // its commit intent is stored. The transaction is then committed, and its op entry is
 // written next; otherwise it is pending as before.

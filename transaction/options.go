@@ -107,6 +107,9 @@ type Options struct {
 	// routes DELAY / timer messages to the schedule service with it). An error fails the
 	// END_TRANSACTION; the transaction stays pending and will be checked.
 	Rewrite func(rec *message.Record) error
+	// Offsets applies the consumer-offset updates a committed transaction carries (see
+	// offsets.go); nil refuses half messages that carry any.
+	Offsets OffsetCommitter
 	// Logger receives discards, undelivered checks, skipped records and write failures.
 	Logger zerolog.Logger
 	// Clock returns the current time (time.Now by default).

@@ -148,12 +148,7 @@ func (c *scriptedChecker) checks(uniq string) int {
 // testService builds, starts and registers (for cleanup) a service on st.
 func testService(t testing.TB, st Store, fsys mmap.FS, clock *testClock, c Checker, edit func(*Options)) *Service {
 	t.Helper()
-	o := DefaultOptions()
-	o.Store, o.FS, o.Dir, o.Checker, o.Clock = st, fsys, "txn", c, clock.now
-	o.CheckInterval = time.Hour // rounds are run by scanNow
-	o.RecheckInterval = 10 * time.Second
-	o.MaxChecks = 5
-	o.ChecksPerSecond = 100_000
+	o := testOptions(st, fsys, clock, c)
 	if edit != nil {
 		edit(&o)
 	}
@@ -165,6 +160,17 @@ func testService(t testing.TB, st Store, fsys mmap.FS, clock *testClock, c Check
 	require.NoError(t, s.Start())
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	return s
+}
+
+// testOptions are the options of testService.
+func testOptions(st Store, fsys mmap.FS, clock *testClock, c Checker) Options {
+	o := DefaultOptions()
+	o.Store, o.FS, o.Dir, o.Checker, o.Clock = st, fsys, "txn", c, clock.now
+	o.CheckInterval = time.Hour // rounds are run by scanNow
+	o.RecheckInterval = 10 * time.Second
+	o.MaxChecks = 5
+	o.ChecksPerSecond = 100_000
+	return o
 }
 
 // env is one service on one store on a MemFS.
