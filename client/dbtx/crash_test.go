@@ -211,11 +211,11 @@ func TestOutboxAndInboxSurviveKills(t *testing.T) {
 			prod, cons = nil, nil
 		}
 	}
-	if prod == nil {
-		prod = startCrashChild(t, "producer", c.NamesrvAddr, pPath)
+	if prod == nil { // the last ones run until the test's cleanup kills them
+		startCrashChild(t, "producer", c.NamesrvAddr, pPath)
 	}
 	if cons == nil {
-		cons = startCrashChild(t, "consumer", c.NamesrvAddr, cPath)
+		startCrashChild(t, "consumer", c.NamesrvAddr, cPath)
 	}
 	testkit.Eventually(t, 120*time.Second, func() bool {
 		return countRows(pdb, "orders") == crashOrders && countRows(cdb, "shipments") >= crashOrders
