@@ -30,11 +30,17 @@ type adminEnv struct {
 
 func newAdminEnv(t *testing.T) *adminEnv {
 	t.Helper()
-	c := testutil.StartCluster(t)
-	cl, err := New(WithNameServers(c.NamesrvAddr), WithInstanceName("admin"))
+	return newAdminEnvOn(t, testutil.StartCluster(t), "admin")
+}
+
+// newAdminEnvOn is newAdminEnv on a cluster already started; name names the client's
+// instance and (with "-pg") its producer group.
+func newAdminEnvOn(t *testing.T, c *testutil.Cluster, name string) *adminEnv {
+	t.Helper()
+	cl, err := New(WithNameServers(c.NamesrvAddr), WithInstanceName(name))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cl.Close()) })
-	p, err := cl.NewProducer("admin-pg")
+	p, err := cl.NewProducer(name + "-pg")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	e := &adminEnv{t: t, c: c, cl: cl, a: cl.Admin(), p: p}

@@ -31,19 +31,7 @@ func newRetentionEnv(t *testing.T) *retentionEnv {
 		o.Clock = func() time.Time { return time.UnixMilli(clockMs.Load()) }
 		o.CleanInterval = 5 * time.Millisecond
 	}))
-	cl, err := New(WithNameServers(c.NamesrvAddr), WithInstanceName("retention"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cl.Close()) })
-	p, err := cl.NewProducer("retention-pg")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	e := &adminEnv{t: t, c: c, cl: cl, a: cl.Admin(), p: p}
-	ci, err := e.a.ClusterInfo(adminCtx(t))
-	require.NoError(t, err)
-	b, _, ok := ci.brokerAt(c.BrokerAddr)
-	require.True(t, ok)
-	e.broker = b.Name
-	return &retentionEnv{adminEnv: e, clockMs: clockMs}
+	return &retentionEnv{adminEnv: newAdminEnvOn(t, c, "retention"), clockMs: clockMs}
 }
 
 // sendBodies sends one message per body to queue 0 of a one-queue topic.

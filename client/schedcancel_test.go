@@ -16,19 +16,7 @@ func newCancelEnv(t *testing.T) (*adminEnv, *rawBroker) {
 	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
 		cfg.DelayLevels = "1s 3s"
 	}))
-	cl, err := New(WithNameServers(c.NamesrvAddr), WithInstanceName("cancel"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cl.Close()) })
-	p, err := cl.NewProducer("cancel-pg")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	e := &adminEnv{t: t, c: c, cl: cl, a: cl.Admin(), p: p}
-	ci, err := e.a.ClusterInfo(adminCtx(t))
-	require.NoError(t, err)
-	b, _, ok := ci.brokerAt(c.BrokerAddr)
-	require.True(t, ok)
-	e.broker = b.Name
-	return e, newRawBroker(t, c)
+	return newAdminEnvOn(t, c, "cancel"), newRawBroker(t, c)
 }
 
 // sendScheduled sends body to topic, delayed by set, and returns its message id.

@@ -176,23 +176,25 @@ func (t *Table) Claim(ctx context.Context, topic string, uniqKey []byte, window 
 // Complete records the answer of the ticket's send; the key is a duplicate for the window
 // from the claim. Complete or Abort after either has no effect.
 func (tk *Ticket) Complete(ans Answer) {
-	if tk.e == nil {
-		return
-	}
-	t := tk.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tk.e.state != pending {
-		return
-	}
-	tk.e.ans, tk.e.state = ans, answered
-	tk.e.expires += int64(tk.window)
-	tk.e.end()
+	tk.finish(func(t *Table, e *entry) {
+		e.ans, e.state = ans, answered
+		e.expires += int64(tk.window)
+	})
 }
 
 // Abort ends the ticket's claim without an answer: nothing was stored, the key is
 // forgotten. It has no effect after Complete.
 func (tk *Ticket) Abort() {
+	tk.finish(func(t *Table, e *entry) {
+		e.state = aborted
+		if t.keys[e.key] == e {
+			delete(t.keys, e.key)
+		}
+	})
+}
+
+// finish ends a pending claim with fn, under the table's lock, and wakes its waiters.
+func (tk *Ticket) finish(fn func(*Table, *entry)) {
 	if tk.e == nil {
 		return
 	}
@@ -202,10 +204,7 @@ func (tk *Ticket) Abort() {
 	if tk.e.state != pending {
 		return
 	}
-	tk.e.state = aborted
-	if t.keys[tk.e.key] == tk.e {
-		delete(t.keys, tk.e.key)
-	}
+	fn(t, tk.e)
 	tk.e.end()
 }
 
