@@ -2,7 +2,7 @@ package broker
 
 import (
 	"fmt"
-	"net/netip"
+	"math"
 	"time"
 
 	"github.com/ferrymq/ferry/broker/dedup"
@@ -25,11 +25,21 @@ import (
 // dedupFillBatch bounds the messages read per queue read.
 const dedupFillBatch = 256
 
-// fillDedup refills t from the store and returns how many keys it remembered.
+// fillQueue is one queue to read back: from its first offset within the window.
+type fillQueue struct {
+	topic  string
+	queue  int32
+	from   int64 // Unix ms: the window's start
+	offset int64
+	window time.Duration
+}
+
+// fillDedup refills t from the store and returns how many keys it remembered. It first
+// finds each queue's start, so that the table's map is made once at the size it needs.
 func (b *Broker) fillDedup(t *dedup.Table) (int, error) {
 	now := b.opts.Clock()
-	host := b.send.storeHost
-	n := 0
+	var queues []fillQueue
+	total := int64(0)
 	for name, cfg := range b.topics.All().TopicConfigTable {
 		window := topicconf.DedupWindow(&cfg)
 		if window == 0 {
@@ -37,25 +47,31 @@ func (b *Broker) fillDedup(t *dedup.Table) (int, error) {
 		}
 		from := now.Add(-window).UnixMilli()
 		for q := range max(cfg.ReadQueueNums, cfg.WriteQueueNums) {
-			got, err := b.fillQueue(t, name, q, from, window, host)
-			n += got
+			off, err := b.store.OffsetByTime(name, q, from, false)
 			if err != nil {
-				return n, fmt.Errorf("broker: refilling the dedup table from %s queue %d: %w", name, q, err)
+				return 0, fmt.Errorf("broker: refilling the dedup table from %s queue %d: %w", name, q, err)
 			}
+			queues = append(queues, fillQueue{topic: name, queue: q, from: from, offset: off, window: window})
+			total += max(b.store.MaxOffset(name, q)-off, 0)
+		}
+	}
+	t.Reserve(int(min(total, math.MaxInt32)))
+	n := 0
+	for _, fq := range queues {
+		got, err := b.fillQueue(t, fq)
+		n += got
+		if err != nil {
+			return n, fmt.Errorf("broker: refilling the dedup table from %s queue %d: %w", fq.topic, fq.queue, err)
 		}
 	}
 	return n, nil
 }
 
-// fillQueue remembers the keys of one queue's messages stored since from (Unix ms).
-func (b *Broker) fillQueue(t *dedup.Table, topic string, q int32, from int64, window time.Duration, host netip.AddrPort) (int, error) {
-	off, err := b.store.OffsetByTime(topic, q, from, false)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
+// fillQueue remembers the keys of one queue's messages stored within the window.
+func (b *Broker) fillQueue(t *dedup.Table, fq fillQueue) (int, error) {
+	off, n := fq.offset, 0
 	for {
-		res, err := b.store.GetMessages(topic, q, off, dedupFillBatch, 4<<20, nil)
+		res, err := b.store.GetMessages(fq.topic, fq.queue, off, dedupFillBatch, 4<<20, nil)
 		if err != nil {
 			return n, err
 		}
@@ -66,12 +82,11 @@ func (b *Broker) fillQueue(t *dedup.Table, topic string, q int32, from int64, wi
 				return n, err
 			}
 			key := message.ScanProperties(rec.Properties).UniqKey
-			if len(key) == 0 || rec.StoreTimestamp < from {
+			if len(key) == 0 || rec.StoreTimestamp < fq.from {
 				continue
 			}
-			t.Remember(topic, key, window, time.UnixMilli(rec.StoreTimestamp), dedup.Answer{
-				Code: int16(protocol.Success), MsgID: message.OffsetMsgID(host, rec.PhysicalOffset),
-				QueueID: q, QueueOffset: res.QueueOffsets[i], TransactionID: string(key),
+			t.Remember(fq.topic, key, fq.window, time.UnixMilli(rec.StoreTimestamp), dedup.Answer{
+				Code: int16(protocol.Success), PhyOffset: rec.PhysicalOffset, QueueID: fq.queue, QueueOffset: res.QueueOffsets[i],
 			})
 			n++
 		}

@@ -163,7 +163,7 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 			return nil, fail(protocol.SystemBusy, "%v", err)
 		}
 		if dup {
-			return replay(req, ans), nil
+			return s.replay(req, ans, kind, sp), nil
 		}
 		defer tk.Abort() // nothing stored unless Complete ran first
 	}
@@ -205,8 +205,11 @@ func (s *sender) handleSend(ctx context.Context, ch remoting.Channel, req *remot
 		rh.TransactionID = string(sp.UniqKey)
 	}
 	rh.EncodeExt(&resp.ExtFields)
-	tk.Complete(dedup.Answer{Code: resp.Code, MsgID: rh.MsgID, QueueID: rh.QueueID,
-		QueueOffset: rh.QueueOffset, TransactionID: rh.TransactionID}) // no claim: nothing
+	ans := dedup.Answer{Code: resp.Code, PhyOffset: res.PhysicalOffset, QueueID: rh.QueueID, QueueOffset: rh.QueueOffset}
+	if len(recs) > 1 {
+		ans.MsgID = rh.MsgID
+	}
+	tk.Complete(ans) // no claim: nothing
 	return resp, nil
 }
 
@@ -229,16 +232,22 @@ func (s *sender) claim(ctx context.Context, topic string, window time.Duration, 
 	return s.dedup.Claim(ctx, topic, key, window)
 }
 
-// replay answers a duplicate send with its first send's answer.
-func replay(req *remoting.Command, ans dedup.Answer) *remoting.Command {
+// replay answers a duplicate send with its first send's answer. The duplicate carries
+// the first's UNIQ_KEY in sp, which is a plain send's transaction id.
+func (s *sender) replay(req *remoting.Command, ans dedup.Answer, kind sendKind, sp *message.SendProps) *remoting.Command {
 	resp := respond(req, protocol.ResponseCode(ans.Code), "")
 	rh := protocol.SendMessageResponseHeader{
-		MsgID:         ans.MsgID,
-		QueueID:       ans.QueueID,
-		QueueOffset:   ans.QueueOffset,
-		TransactionID: ans.TransactionID,
-		MsgRegion:     "DefaultRegion",
-		TraceOn:       true,
+		MsgID:       ans.MsgID,
+		QueueID:     ans.QueueID,
+		QueueOffset: ans.QueueOffset,
+		MsgRegion:   "DefaultRegion",
+		TraceOn:     true,
+	}
+	if rh.MsgID == "" {
+		rh.MsgID = message.OffsetMsgID(s.storeHost, ans.PhyOffset)
+	}
+	if kind == sendPlain {
+		rh.TransactionID = string(sp.UniqKey)
 	}
 	rh.EncodeExt(&resp.ExtFields)
 	return resp

@@ -228,7 +228,7 @@ type BrokerConfig struct {
 
 	// DedupMaxKeys bounds the message keys a broker remembers for topics with a
 	// dedupWindow attribute, across all of them (oldest dropped first; about
-	// 150 bytes each). Default 1048576. Key broker.dedupMaxKeys, env
+	// 170 bytes each). Default 1048576. Key broker.dedupMaxKeys, env
 	// FERRY_BROKER_DEDUP_MAX_KEYS.
 	DedupMaxKeys int `mapstructure:"dedupMaxKeys" default:"1048576" check:"positive" option:"DedupMaxKeys" meaning:"message keys remembered for topics with a dedupWindow (oldest dropped first)"`
 

@@ -20,7 +20,7 @@
 // At most Options.MaxKeys keys are remembered across all topics; beyond that the oldest
 // is dropped first (counted in [Stats.Evicted]), so a key older than that many sends is
 // no longer recognised even inside its window. Keys past their window are dropped as new
-// ones arrive. An entry costs about 150 bytes plus its key.
+// ones arrive. An entry costs about 170 bytes with a 32-character key.
 //
 // # After a restart
 //
@@ -63,13 +63,15 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Answer is what the broker answered a stored send: replayed to its duplicates.
+// Answer is what the broker answered a stored send: replayed to its duplicates. It keeps
+// what cannot be derived from the duplicate's request: a single message's offset message
+// id is rebuilt from PhyOffset, its transaction id is its UNIQ_KEY.
 type Answer struct {
-	Code          int16  // the response code
-	MsgID         string // the offset message id(s), comma-joined for a batch
-	QueueID       int32
-	QueueOffset   int64
-	TransactionID string
+	Code        int16  // the response code
+	MsgID       string // a batch's offset message ids, comma-joined; empty for one message
+	PhyOffset   int64  // one message's commit-log offset
+	QueueID     int32
+	QueueOffset int64
 }
 
 // Stats are a table's counters.
@@ -212,6 +214,16 @@ func (tk *Ticket) finish(fn func(*Table, *entry)) {
 func (e *entry) end() {
 	if e.done != nil {
 		close(e.done)
+	}
+}
+
+// Reserve makes room for n keys (at most MaxKeys) in a table that holds none yet, so
+// that refilling it does not grow its map step by step.
+func (t *Table) Reserve(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.keys) == 0 && n > 0 {
+		t.keys = make(map[string]*entry, min(n, t.opts.MaxKeys))
 	}
 }
 

@@ -30,7 +30,7 @@ func TestClaimCompleteDuplicate(t *testing.T) {
 	_, dup, tk, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup)
-	first := Answer{Code: 0, MsgID: "ID1", QueueID: 2, QueueOffset: 7, TransactionID: "k1"}
+	first := Answer{Code: 0, PhyOffset: 4096, QueueID: 2, QueueOffset: 7}
 	tk.Complete(first)
 
 	ans, dup, tk2, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
@@ -153,6 +153,23 @@ func TestMaxKeysDropsTheOldest(t *testing.T) {
 	_, dup, _, err = tb.Claim(ctx, "T", []byte("4"), time.Hour)
 	require.NoError(t, err)
 	require.True(t, dup, "the newest key is kept")
+}
+
+func TestReserve(t *testing.T) {
+	tb, c := newTable(t, 10)
+	tb.Reserve(1 << 30) // capped at MaxKeys
+	for i := range 12 {
+		tb.Remember("T", []byte(strconv.Itoa(i)), time.Hour, c.now(), Answer{QueueOffset: int64(i)})
+	}
+	st := tb.Stats()
+	require.Equal(t, 10, st.Keys, "the bound holds in a reserved table")
+	require.Equal(t, uint64(2), st.Evicted)
+	ans, dup, _, err := tb.Claim(context.Background(), "T", []byte("11"), time.Hour)
+	require.NoError(t, err)
+	require.True(t, dup)
+	require.Equal(t, int64(11), ans.QueueOffset)
+	tb.Reserve(100) // not empty: no change
+	require.Equal(t, 10, tb.Stats().Keys)
 }
 
 func TestExpiredKeysAreDropped(t *testing.T) {
