@@ -4,7 +4,7 @@
 // message whose id is already in the inbox is skipped. Run it twice with -from-start:
 // the second run is delivered every message again and ships nothing.
 //
-//	cd examples && go run ./ferry-inbox -db /tmp/shop.db -from-start
+//	cd examples && go run ./ferry-inbox -db shop.db -from-start
 package main
 
 import (

@@ -6,7 +6,7 @@
 // of the group would commit the message from the outbox table when the broker checks
 // back. Consume the orders with ferry-inbox.
 //
-//	cd examples && go run ./ferry-outbox -db /tmp/shop.db
+//	cd examples && go run ./ferry-outbox -db shop.db
 package main
 
 import (
