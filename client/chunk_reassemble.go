@@ -37,7 +37,8 @@ import (
 //     was given up) or that repeats one it has (a send retried after a lost answer);
 //   - a partial message that skips a chunk, that chunk 0 restarts (the producer resent
 //     it), whose last chunk is more than the max gap offsets behind the newest message of
-//     its queue, or that got no chunk for the max wait: a producer failed mid-way;
+//     its queue, or that got no chunk for the max wait while its queue was pulled: a
+//     producer failed mid-way;
 //   - the oldest partial messages, when a new one would take the buffers of all partial
 //     messages past the memory limit; a message larger than the limit is never kept.
 //
@@ -78,7 +79,8 @@ func (o reassemblyOptions) validate() error {
 // the partial messages of the consumer hold at most maxBytes of buffers (default 512
 // MiB; beyond it the oldest partial message is dropped), and a partial message is
 // dropped when its last chunk is more than maxGap offsets behind the newest message of
-// its queue (default 10000) or it got no chunk for maxWait (default 5 min). For the pull
+// its queue (default 10000) or its queue was pulled with no chunk of it for maxWait
+// (default 5 min). For the pull
 // and lite pull consumers too.
 func WithChunkReassembly(maxBytes int, maxGap int64, maxWait time.Duration) ConsumerOption {
 	return func(o *consumerOptions) {
@@ -296,7 +298,9 @@ func (r *reassembler) feed(scope any, msgs []*MessageExt) (out []*MessageExt, dr
 		switch {
 		case key.scope == scope && newest-p.chunks.offsets[len(p.chunks.offsets)-1] > r.opts.maxGap:
 			drops = r.giveUpLocked(key, p, drops, "no chunk within the max gap")
-		case now.Sub(p.seen) > r.opts.maxWait:
+		case key.scope == scope && now.Sub(p.seen) > r.opts.maxWait:
+			// Only its own queue's pulls time a partial message out: a queue that does
+			// not pull (its cache is full, its pulls fail) has not missed the chunks.
 			drops = r.giveUpLocked(key, p, drops, "no chunk within the max wait")
 		}
 	}

@@ -185,13 +185,17 @@ func TestReassembleBounds(t *testing.T) {
 	_, drops = r.feed("qa", []*MessageExt{plain(102)})
 	require.Equal(t, []chunkDrop{{"qa", []int64{0, 1}}}, drops)
 
-	// Max wait, checked on any feed, even an empty one of another queue.
+	// Max wait, checked when the partial's own queue is fed (even with nothing): another
+	// queue's pulls do not time it out, since its own may have stopped (a full cache).
 	now := time.Now()
 	r = newTestReassembler(reassemblyOptions{maxBytes: 60, maxGap: 100, maxWait: time.Minute})
 	r.now = func() time.Time { return now }
 	_, _ = r.feed("qa", a[:2])
 	now = now.Add(time.Minute + time.Second)
 	out, drops = r.feed("qb", nil)
+	require.Empty(t, out)
+	require.Empty(t, drops, "another queue's pull")
+	out, drops = r.feed("qa", nil)
 	require.Empty(t, out)
 	require.Equal(t, []chunkDrop{{"qa", []int64{0, 1}}}, drops)
 

@@ -130,13 +130,16 @@ type traceSender func(ctx context.Context, msg *message.Message, done func(error
 
 // tracer queues, batches and sends a client's trace records.
 type tracer struct {
-	opts    TraceOptions
-	log     zerolog.Logger
-	host    string // the client's IP address, the records' clientHost
-	ids     *message.UniqKeyGenerator
-	send    traceSender
-	timeout time.Duration // of one trace message
-	closeFn func() error  // closes the sender
+	opts TraceOptions
+	// wireTopic is the trace topic as the client's producers name it (in the client's
+	// namespace), so that the trace messages themselves are not traced.
+	wireTopic string
+	log       zerolog.Logger
+	host      string // the client's IP address, the records' clientHost
+	ids       *message.UniqKeyGenerator
+	send      traceSender
+	timeout   time.Duration // of one trace message
+	closeFn   func() error  // closes the sender
 
 	queue    chan *TraceRecord
 	slots    chan struct{} // a token per trace message in flight
@@ -166,13 +169,15 @@ func newTracer(c *Client, o *TraceOptions) (*tracer, error) {
 	send := func(ctx context.Context, msg *message.Message, done func(error)) {
 		p.SendAsync(ctx, msg, func(_ SendResult, err error) { done(err) })
 	}
-	return startTracer(*o, c.log, c.host.String(), c.ids, send, c.opts.RequestTimeout, p.Close), nil
+	t := startTracer(*o, c.log, c.host.String(), c.ids, send, c.opts.RequestTimeout, p.Close)
+	t.wireTopic = c.nsWrap(o.Topic) // read only by the client's producers, created after New
+	return t, nil
 }
 
 // startTracer starts a tracer sending through send.
 func startTracer(o TraceOptions, log zerolog.Logger, host string, ids *message.UniqKeyGenerator,
 	send traceSender, timeout time.Duration, closeFn func() error) *tracer {
-	t := &tracer{opts: o, log: log, host: host, ids: ids, send: send, timeout: timeout, closeFn: closeFn,
+	t := &tracer{opts: o, wireTopic: o.Topic, log: log, host: host, ids: ids, send: send, timeout: timeout, closeFn: closeFn,
 		queue: make(chan *TraceRecord, o.QueueSize), slots: make(chan struct{}, o.MaxInflight),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go t.run()
@@ -335,7 +340,7 @@ func (t *tracer) flush(b *traceBatch) {
 // answer (nil when none came), err the request's failure. The producer calls it before
 // reporting the results.
 func (t *tracer) sentTrace(group string, q queue, b *batch, resp *remoting.Command, err error, cost time.Duration) {
-	if t == nil || b.key.topic == t.opts.Topic || errors.Is(err, ErrClosed) {
+	if t == nil || b.key.topic == t.wireTopic || errors.Is(err, ErrClosed) {
 		return
 	}
 	region, ids := traceRegionDefault, []string(nil)

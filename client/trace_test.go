@@ -252,3 +252,19 @@ func TestTraceCloseIsBounded(t *testing.T) {
 	require.Equal(t, int64(50), tr.failed.Load()+tr.sent.Load())
 	require.Zero(t, tr.sent.Load())
 }
+
+// In a namespace, the trace topic is the namespaced one the producers send to: a send to
+// it is not traced again (which would trace trace messages forever).
+func TestTraceTopicInANamespace(t *testing.T) {
+	c, err := New(WithNameServers("127.0.0.1:1"), WithNamespace("ns"), WithTrace("MyTrace"))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	require.Equal(t, "ns%MyTrace", c.tracer.wireTopic)
+	before := c.tracer.recorded.Load()
+	c.tracer.sentTrace("pg", queue{addr: "127.0.0.1:1"}, &batch{key: laneKey{topic: "ns%MyTrace"}}, nil, nil, time.Millisecond)
+	require.Equal(t, before, c.tracer.recorded.Load(), "a trace message's send is not traced")
+	out := &outgoing{topic: "ns%Orders", uniq: "U1"}
+	c.tracer.sentTrace("pg", queue{addr: "127.0.0.1:1"}, &batch{key: laneKey{topic: "ns%Orders"}, outs: []*outgoing{out}},
+		nil, errors.New("no answer"), time.Millisecond)
+	require.Equal(t, before+1, c.tracer.recorded.Load(), "another topic's send is")
+}

@@ -246,13 +246,15 @@ func (t *Table) Remember(topic string, uniqKey []byte, window time.Duration, sto
 }
 
 // insertLocked adds e, first dropping entries past their window from the head and, when
-// the table is full, the oldest.
+// the table is full, the oldest answered one. A claim in progress is never dropped (its
+// retry would store the message again): the table then holds MaxKeys plus the claims in
+// progress.
 func (t *Table) insertLocked(e *entry, now int64) {
 	for t.head < len(t.fifo) {
 		old := t.fifo[t.head]
 		live := t.keys[old.key] == old
 		if live && (old.state == pending || now < old.expires) {
-			if len(t.keys) < t.opts.MaxKeys {
+			if len(t.keys) < t.opts.MaxKeys || old.state == pending {
 				break
 			}
 			t.stats.Evicted++
@@ -263,12 +265,33 @@ func (t *Table) insertLocked(e *entry, now int64) {
 		t.fifo[t.head] = nil
 		t.head++
 	}
-	if t.head > len(t.fifo)/2 && t.head > 1024 {
+	if dead := len(t.fifo) - t.head - len(t.keys); dead > max(len(t.keys), 1024) {
+		t.compactLocked(now)
+	} else if t.head > len(t.fifo)/2 && t.head > 1024 {
 		t.fifo = append(t.fifo[:0], t.fifo[t.head:]...)
 		t.head = 0
 	}
 	t.keys[e.key] = e
 	t.fifo = append(t.fifo, e)
+}
+
+// compactLocked rewrites the FIFO without the entries that are no longer in the table
+// (aborted or replaced claims, which a head that is not due yet keeps behind it) and
+// drops the answered ones past their window. It runs when those outnumber the live
+// entries, so its cost is amortised over as many inserts as it removes.
+func (t *Table) compactLocked(now int64) {
+	live := t.fifo[:0]
+	for _, old := range t.fifo[t.head:] {
+		switch {
+		case t.keys[old.key] != old:
+		case old.state == answered && now >= old.expires:
+			delete(t.keys, old.key)
+		default:
+			live = append(live, old)
+		}
+	}
+	clear(t.fifo[len(live):])
+	t.fifo, t.head = live, 0
 }
 
 // Stats returns the table's counters.

@@ -230,3 +230,40 @@ func BenchmarkClaimComplete(b *testing.B) {
 		i++
 	}
 }
+
+// A claim in progress is never dropped to make room: its retry must still find it.
+func TestMaxKeysKeepsPendingClaims(t *testing.T) {
+	tb, _ := newTable(t, 2)
+	ctx := context.Background()
+	_, _, pending, err := tb.Claim(ctx, "T", []byte("slow"), time.Hour)
+	require.NoError(t, err)
+	for i := range 4 {
+		_, _, tk, err := tb.Claim(ctx, "T", []byte(strconv.Itoa(i)), time.Hour)
+		require.NoError(t, err)
+		tk.Complete(Answer{})
+	}
+	pending.Complete(Answer{QueueOffset: 42})
+	ans, dup, _, err := tb.Claim(ctx, "T", []byte("slow"), time.Hour)
+	require.NoError(t, err)
+	require.True(t, dup, "the claim in progress was kept")
+	require.Equal(t, int64(42), ans.QueueOffset)
+}
+
+// Aborted claims behind a head that is not due yet do not pile up in the FIFO.
+func TestAbortedClaimsDoNotPileUp(t *testing.T) {
+	tb, _ := newTable(t, 100)
+	ctx := context.Background()
+	_, _, head, err := tb.Claim(ctx, "T", []byte("head"), time.Hour)
+	require.NoError(t, err)
+	head.Complete(Answer{})
+	for i := range 50_000 { // a full disk: every send fails
+		_, _, tk, err := tb.Claim(ctx, "T", []byte(strconv.Itoa(i)), time.Hour)
+		require.NoError(t, err)
+		tk.Abort()
+	}
+	tb.mu.Lock()
+	n := len(tb.fifo) - tb.head
+	tb.mu.Unlock()
+	require.Less(t, n, 3000, "the FIFO holds live entries and a bounded number of dead ones")
+	require.Equal(t, 1, tb.Stats().Keys)
+}
