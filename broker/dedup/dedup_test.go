@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/internal/testkit"
 )
 
-// clock is a settable test clock.
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
-func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
-func newTable(t *testing.T, maxKeys int) (*Table, *clock) {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC).UnixNano())
-	tb, err := New(Options{MaxKeys: maxKeys, Now: c.now})
+func newTable(t *testing.T, maxKeys int) (*Table, *testkit.Clock) {
+	c := testkit.NewClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	tb, err := New(Options{MaxKeys: maxKeys, Now: c.Now})
 	require.NoError(t, err)
 	return tb, c
 }
@@ -46,7 +42,7 @@ func TestClaimCompleteDuplicate(t *testing.T) {
 	tk3.Complete(Answer{MsgID: "ID2"})
 
 	// Past the window the key is new again.
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	_, dup, tk4, err := tb.Claim(ctx, "T", []byte("k1"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup)
@@ -159,7 +155,7 @@ func TestReserve(t *testing.T) {
 	tb, c := newTable(t, 10)
 	tb.Reserve(1 << 30) // capped at MaxKeys
 	for i := range 12 {
-		tb.Remember("T", []byte(strconv.Itoa(i)), time.Hour, c.now(), Answer{QueueOffset: int64(i)})
+		tb.Remember("T", []byte(strconv.Itoa(i)), time.Hour, c.Now(), Answer{QueueOffset: int64(i)})
 	}
 	st := tb.Stats()
 	require.Equal(t, 10, st.Keys, "the bound holds in a reserved table")
@@ -180,7 +176,7 @@ func TestExpiredKeysAreDropped(t *testing.T) {
 		require.NoError(t, err)
 		tk.Complete(Answer{})
 	}
-	c.add(2 * time.Second)
+	c.Add(2 * time.Second)
 	_, _, tk, err := tb.Claim(ctx, "T", []byte("new"), time.Second)
 	require.NoError(t, err)
 	tk.Complete(Answer{})
@@ -191,15 +187,15 @@ func TestExpiredKeysAreDropped(t *testing.T) {
 
 func TestRemember(t *testing.T) {
 	tb, c := newTable(t, 100)
-	tb.Remember("T", []byte("old"), time.Minute, c.now().Add(-2*time.Minute), Answer{MsgID: "gone"})
-	tb.Remember("T", []byte("k"), time.Minute, c.now().Add(-30*time.Second), Answer{MsgID: "kept", QueueOffset: 3})
-	tb.Remember("T", []byte("k"), time.Minute, c.now(), Answer{MsgID: "second"})
+	tb.Remember("T", []byte("old"), time.Minute, c.Now().Add(-2*time.Minute), Answer{MsgID: "gone"})
+	tb.Remember("T", []byte("k"), time.Minute, c.Now().Add(-30*time.Second), Answer{MsgID: "kept", QueueOffset: 3})
+	tb.Remember("T", []byte("k"), time.Minute, c.Now(), Answer{MsgID: "second"})
 	require.Equal(t, 1, tb.Stats().Keys)
 	ans, dup, _, err := tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.True(t, dup)
 	require.Equal(t, Answer{MsgID: "kept", QueueOffset: 3}, ans)
-	c.add(31 * time.Second)
+	c.Add(31 * time.Second)
 	_, dup, _, err = tb.Claim(context.Background(), "T", []byte("k"), time.Minute)
 	require.NoError(t, err)
 	require.False(t, dup, "the window counts from the stored time")

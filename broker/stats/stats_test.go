@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,27 +11,9 @@ import (
 	"github.com/ferrymq/ferry/protocol"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newStats(t *testing.T, maxKeys int) (*Stats, *fakeClock) {
+func newStats(t *testing.T, maxKeys int) (*Stats, *testkit.Clock) {
 	t.Helper()
-	c := &fakeClock{now: time.UnixMilli(1_700_000_000_000)}
+	c := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
 	o := DefaultOptions()
 	o.Clock, o.MaxKeys = c.Now, maxKeys
 	s, err := New(o)
@@ -41,9 +22,9 @@ func newStats(t *testing.T, maxKeys int) (*Stats, *fakeClock) {
 }
 
 // tick moves the clock by d a second at a time, sampling after each step.
-func tick(s *Stats, c *fakeClock, d time.Duration) {
+func tick(s *Stats, c *testkit.Clock, d time.Duration) {
 	for range int(d / time.Second) {
-		c.add(time.Second)
+		c.Add(time.Second)
 		s.Sample()
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -72,24 +73,6 @@ func rows(t *testing.T, db *sql.DB, table string) int {
 	return n
 }
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // ext is a consumed (or checked) message with UNIQ_KEY id, born at born.
 func ext(id string, born time.Time) *client.MessageExt {
 	m := &client.MessageExt{Message: *message.NewMessage("T", []byte(id)), MsgID: id, BornTime: born}
@@ -140,7 +123,7 @@ func TestDialectStatements(t *testing.T) {
 func TestOutboxLocalAndChecker(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 0))
 	opts := OutboxOptions{Table: "my_outbox", RollbackAfter: time.Minute, Now: clk.Now}
 	ob, err := NewOutbox(ctx, db, opts)
 	require.NoError(t, err)
@@ -164,14 +147,14 @@ func TestOutboxLocalAndChecker(t *testing.T) {
 	require.Equal(t, client.TransactionRollback, StateOf(err))
 	require.Zero(t, applied(t, db, "order-2"))
 	require.Equal(t, client.TransactionUnknown, ck.Check(ctx, ext("id-2", t0)), "young: may still commit")
-	clk.advance(time.Minute)
+	clk.Add(time.Minute)
 	require.Equal(t, client.TransactionUnknown, ck.Check(ctx, ext("id-2", t0)), "exactly RollbackAfter old")
-	clk.advance(time.Millisecond)
+	clk.Add(time.Millisecond)
 	require.Equal(t, client.TransactionRollback, ck.Check(ctx, ext("id-2", t0)))
 	require.Equal(t, client.TransactionUnknown, ck.Check(ctx, ext("id-2", time.Time{})), "no born time: never rolled back")
 
 	err = ob.Local(ctx, "PG", "id-3", func(ctx context.Context, tx *sql.Tx) error {
-		clk.advance(30 * time.Second) // half of RollbackAfter
+		clk.Add(30 * time.Second) // half of RollbackAfter
 		return apply("order-3")(ctx, tx)
 	})
 	require.ErrorIs(t, err, ErrTooSlow)
@@ -191,7 +174,7 @@ func TestOutboxLocalAndChecker(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	require.Zero(t, applied(t, db, "order-4"))
 
-	clk.advance(time.Minute)
+	clk.Add(time.Minute)
 	require.NoError(t, ob.Local(ctx, "PG", "id-5", apply("order-5")))
 	n, err := ob.Purge(ctx, 30*time.Second)
 	require.NoError(t, err)
@@ -217,7 +200,7 @@ func TestOutboxCheckerDatabaseDown(t *testing.T) {
 func TestInboxHandle(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	clk := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 0))
 	in, err := NewInbox(ctx, db, InboxOptions{Group: "CG", Now: clk.Now})
 	require.NoError(t, err)
 	require.Equal(t, "ferry_inbox", in.Table())
@@ -268,7 +251,7 @@ func TestInboxHandle(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOptions, "key too long")
 	require.Equal(t, 1, applied(t, db, "c"))
 
-	clk.advance(time.Hour)
+	clk.Add(time.Hour)
 	skipped, err = in.Handle(ctx, ext("m6", time.Time{}), apply("d"))
 	require.NoError(t, err)
 	require.False(t, skipped)

@@ -340,3 +340,11 @@ func TestProxyClosedWhileFrozenDropsWhatItHeld(t *testing.T) {
 	p.Close()
 	require.Empty(t, <-received, "nothing held reaches the target after the proxy closed")
 }
+
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	require.Equal(t, start, c.Now())
+	c.Add(time.Minute)
+	require.Equal(t, start.Add(time.Minute), c.Now())
+}
