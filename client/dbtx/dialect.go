@@ -1,6 +1,8 @@
 package dbtx
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -88,6 +90,16 @@ func (d Dialect) createTable(table, columns string) []string {
 		"CREATE TABLE IF NOT EXISTS " + table + " (" + columns + ")",
 		"CREATE INDEX IF NOT EXISTS " + index + " ON " + table + " (created_at)",
 	}
+}
+
+// ensureTable runs createTable's statements on db; what names the table in an error.
+func (d Dialect) ensureTable(ctx context.Context, db *sql.DB, what, table, columns string) error {
+	for _, stmt := range d.createTable(table, columns) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("dbtx: create %s table %s: %w", what, table, err)
+		}
+	}
+	return nil
 }
 
 // maxKeyLen is the longest message id or inbox key: the msg_id columns are VARCHAR(128)

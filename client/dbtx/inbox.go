@@ -80,11 +80,9 @@ func NewInbox(ctx context.Context, db *sql.DB, opts InboxOptions) (*Inbox, error
 	}
 	opts = opts.withDefaults()
 	d, t := opts.Dialect, opts.Table
-	for _, stmt := range d.createTable(t, "consumer_group VARCHAR(255) NOT NULL, msg_id VARCHAR(128) NOT NULL, "+
-		"created_at BIGINT NOT NULL, PRIMARY KEY (consumer_group, msg_id)") {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("dbtx: create inbox table %s: %w", t, err)
-		}
+	if err := d.ensureTable(ctx, db, "inbox", t, "consumer_group VARCHAR(255) NOT NULL, msg_id VARCHAR(128) NOT NULL, "+
+		"created_at BIGINT NOT NULL, PRIMARY KEY (consumer_group, msg_id)"); err != nil {
+		return nil, err
 	}
 	return &Inbox{db: db, opts: opts,
 		claim: d.insertIfAbsent(t, "consumer_group", "msg_id", "created_at"),

@@ -98,11 +98,9 @@ func NewOutbox(ctx context.Context, db *sql.DB, opts OutboxOptions) (*Outbox, er
 	}
 	opts = opts.withDefaults()
 	d, t := opts.Dialect, opts.Table
-	for _, stmt := range d.createTable(t, "msg_id VARCHAR(128) NOT NULL PRIMARY KEY, "+
-		"producer_group VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL") {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("dbtx: create outbox table %s: %w", t, err)
-		}
+	if err := d.ensureTable(ctx, db, "outbox", t, "msg_id VARCHAR(128) NOT NULL PRIMARY KEY, "+
+		"producer_group VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL"); err != nil {
+		return nil, err
 	}
 	return &Outbox{db: db, opts: opts,
 		insert: d.bind("INSERT INTO " + t + " (msg_id, producer_group, created_at) VALUES (?, ?, ?)"),
