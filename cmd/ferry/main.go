@@ -290,7 +290,12 @@ func serve(ctx context.Context, mode string, cfg *conf.Config, log zerolog.Logge
 		}
 	} else if ports.broker != nil {
 		log.Info().Str("listen", ports.broker.Addr().String()).Msg("broker port bound; preparing the store (not ready yet)")
-		b, err := startBroker(cfg, log, ports.broker, fsys)
+		// The probe reads the broker's own readiness from before it serves: its Start logs
+		// "broker started" before returning, and a probe answered after that line must
+		// not still say the store is being prepared.
+		b, err := startBroker(cfg, log, ports.broker, fsys, func(b *broker.Broker) {
+			probes.Set(partBroker, observe.PartFuncs{MissingFunc: func() []string { return b.Readiness().Missing() }})
+		})
 		if err != nil {
 			return errors.Join(err, ports.closeBroker(), shutdown())
 		}
@@ -433,8 +438,10 @@ func startController(cfg *conf.Config, log zerolog.Logger, ln, raftLn net.Listen
 	return s, nil
 }
 
-// startBroker opens the store (on fsys) and the broker's metadata, then serves on ln.
-func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener, fsys mmap.FS) (*broker.Broker, error) {
+// startBroker opens the store (on fsys) and the broker's metadata, calls beforeStart with the
+// broker, then serves on ln.
+func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener, fsys mmap.FS,
+	beforeStart func(*broker.Broker)) (*broker.Broker, error) {
 	o, err := launch.BrokerOptions(cfg.Broker, fsys, log.With().Str("server", "broker").Logger())
 	if err != nil {
 		return nil, err
@@ -443,6 +450,7 @@ func startBroker(cfg *conf.Config, log zerolog.Logger, ln net.Listener, fsys mma
 	if err != nil {
 		return nil, err
 	}
+	beforeStart(b)
 	if err := b.Start(ln); err != nil {
 		return nil, errors.Join(err, b.Shutdown(context.Background()))
 	}
