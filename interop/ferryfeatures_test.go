@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,7 +86,17 @@ func TestFerryRequestAnsweredByOfficial(t *testing.T) {
 	createTopic(t, c, topic, 2)
 	replier := newProducer(t, c, "pg-official-replier")
 	replyErrs := make(chan error, n)
+	// The requester has its answer before the replier's SendSync returns, and the
+	// official producer's Shutdown races with a send in flight: the gate lets the last
+	// reply finish, and stops further ones, before anything is shut down.
+	var gate sync.RWMutex
+	stopped := false
 	newPushConsumer(t, c, "cg-official-replier", topic, "*", func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		gate.RLock()
+		defer gate.RUnlock()
+		if stopped {
+			return consumer.ConsumeRetryLater, nil
+		}
 		for _, m := range msgs {
 			reply, err := consumer.CreateReplyMessage(m, nil)
 			if err == nil {
@@ -97,6 +108,11 @@ func TestFerryRequestAnsweredByOfficial(t *testing.T) {
 			}
 		}
 		return consumer.ConsumeSuccess, nil
+	})
+	t.Cleanup(func() { // runs before the consumer's and the replier's shutdowns
+		gate.Lock()
+		stopped = true
+		gate.Unlock()
 	})
 	p := newFerryProducer(t, newFerryClient(t, c), "pg-ferry-requester")
 	for i := range n {
