@@ -86,6 +86,9 @@ func (t *txHandler) handleEndTransaction(ctx context.Context, _ remoting.Channel
 		return respond(req, protocol.SystemError, "Find prepared transaction message failed"), nil
 	case transaction.EndIllegalOffsets, transaction.EndWrongGroup:
 		return respond(req, protocol.SystemError, "transaction "+res.String()), nil
+	case transaction.EndOffsetConflict:
+		return respond(req, protocol.FerryTransactionOffsetConflict,
+			"a conditional consumer offset of the transaction moved; it was rolled back"), nil
 	}
 	return respond(req, protocol.Success, res.String()), nil
 }
@@ -225,6 +228,14 @@ func (o txOffsets) CommitOffsets(group string, updates []transaction.OffsetUpdat
 		st.Commit(group, u.Topic, u.QueueID, u.Offset)
 	}
 	return st.Flush()
+}
+
+// Offset implements transaction.OffsetCommitter.
+func (o txOffsets) Offset(group, topic string, queueID int32) (int64, bool) {
+	if o.b.offsets == nil {
+		return 0, false
+	}
+	return o.b.offsets.Query(group, topic, queueID)
 }
 
 // defaultTopicQueueNums is the queue count a transaction item's topic is auto-created

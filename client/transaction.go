@@ -436,6 +436,10 @@ func (tp *TransactionProducer) end(ctx context.Context, q queue, res Transaction
 		return nil
 	}
 	if _, err := tp.c.invoke(ctx, q.addr, req); err != nil {
+		var be *BrokerError
+		if errors.As(err, &be) && be.Code == protocol.FerryTransactionOffsetConflict {
+			return fmt.Errorf("%w: %w", ErrOffsetConflict, err)
+		}
 		return fmt.Errorf("%w: %w", ErrTransactionNotEnded, err)
 	}
 	return nil

@@ -44,14 +44,36 @@ const MaxTransactionOffsets = 256
 const (
 	propertyOffsetGroup = "FERRY_TRAN_OFFSET_GROUP"
 	propertyOffsets     = "FERRY_TRAN_OFFSETS"
+	propertyOffsetsFrom = "FERRY_TRAN_OFFSETS_FROM"
 )
 
 // TxOffset is a consumer offset a transaction commits: the next offset its group consumes
 // from Queue (a consumed message's QueueOffset + 1), as UPDATE_CONSUMER_OFFSET would set it.
+//
+// A conditional TxOffset is a compare-and-set: the broker commits the transaction only if
+// the group's committed offset of Queue is From at that moment (NoOffset: the group has
+// none), else it rolls the whole transaction back and SendTxMessages fails with
+// ErrOffsetConflict. Two transactions that consumed the same input from the same offset
+// can then never both commit — not even when one comes from a process that was killed
+// and restarted, whose END_TRANSACTION or check-back answer arrives late. package
+// pipeline builds exactly-once consume-transform-produce on it.
 type TxOffset struct {
 	Queue  MessageQueue
 	Offset int64
+	// Conditional makes the commit require the group's offset of Queue to be From.
+	Conditional bool
+	From        int64
 }
+
+// NoOffset is the From of a conditional TxOffset whose group must have no committed
+// offset for the queue yet.
+const NoOffset = -1
+
+// ErrOffsetConflict means the broker refused to commit a transaction because a
+// conditional TxOffset did not find its From: the transaction was rolled back, nothing of
+// it is visible, and the group's offsets are as another transaction (or a consumer) left
+// them. Read the committed offset again and go on from there.
+var ErrOffsetConflict = errors.New("client: the consumer offset moved; the transaction was rolled back")
 
 // TxMessages is what SendTxMessages sends as one transaction: messages and, optionally,
 // consumer offsets of one group (Kafka's sendOffsetsToTransaction), applied exactly when
@@ -164,6 +186,9 @@ func (tp *TransactionProducer) SendTxMessages(ctx context.Context, tx TxMessages
 		errs = append(errs, fmt.Errorf("%w: %s", ErrLocalTransactionPanicked, remark))
 	}
 	if eerr := tp.end(ctx, q, res.TransactionResult, remark); eerr != nil {
+		if errors.Is(eerr, ErrOffsetConflict) {
+			res.State = TransactionRollback
+		}
 		errs = append(errs, eerr)
 	}
 	return res, errors.Join(errs...)
@@ -376,23 +401,40 @@ func (tp *TransactionProducer) txOffsets(tx *TxMessages) (map[string]string, str
 		return nil, "", fmt.Errorf("%w: %d offsets, max %d", ErrIllegalMessage, len(tx.Offsets), MaxTransactionOffsets)
 	}
 	broker := tx.Offsets[0].Queue.BrokerName
-	var b []byte
+	var b, from []byte
 	for i, o := range tx.Offsets {
 		switch {
 		case o.Queue.BrokerName != broker || broker == "":
 			return nil, "", fmt.Errorf("%w: offsets on broker groups %q and %q", ErrNoCommonBroker, broker, o.Queue.BrokerName)
-		case o.Offset < 0 || o.Queue.QueueID < 0:
-			return nil, "", fmt.Errorf("%w: offset %d of queue %d", ErrIllegalMessage, o.Offset, o.Queue.QueueID)
+		case o.Offset < 0 || o.Queue.QueueID < 0 || (o.Conditional && o.From < NoOffset):
+			return nil, "", fmt.Errorf("%w: offset %d (from %d) of queue %d", ErrIllegalMessage, o.Offset, o.From,
+				o.Queue.QueueID)
 		}
 		if err := protocol.ValidateTopic(o.Queue.Topic); err != nil {
 			return nil, "", fmt.Errorf("%w: offset %d: %w", ErrIllegalMessage, i, err)
+		}
+		for _, p := range tx.Offsets[:i] {
+			if p.Queue == o.Queue {
+				return nil, "", fmt.Errorf("%w: queue %s:%d twice in the offsets", ErrIllegalMessage, o.Queue.Topic,
+					o.Queue.QueueID)
+			}
 		}
 		if i > 0 {
 			b = append(b, ';')
 		}
 		b = fmt.Appendf(b, "%d,%d,%s", o.Queue.QueueID, o.Offset, o.Queue.Topic)
+		if o.Conditional {
+			if len(from) > 0 {
+				from = append(from, ';')
+			}
+			from = fmt.Appendf(from, "%d,%d,%s", o.Queue.QueueID, o.From, o.Queue.Topic)
+		}
 	}
-	return map[string]string{propertyOffsetGroup: group, propertyOffsets: string(b)}, broker, nil
+	props := map[string]string{propertyOffsetGroup: group, propertyOffsets: string(b)}
+	if len(from) > 0 {
+		props[propertyOffsetsFrom] = string(from)
+	}
+	return props, broker, nil
 }
 
 // runLocalMessages runs a multi-message local transaction; a panic is

@@ -169,6 +169,29 @@ func TestTxMessagesCommitRollbackAndCheckBack(t *testing.T) {
 	require.Equal(t, int64(4), raw.committed("cgTxOffsets", "TxMB", 0))
 	testutil.Eventually(t, 5*time.Second, func() bool { return len(stored("offcommit")) == 4 }, "messages committed")
 	require.Empty(t, stored("offrolled"))
+
+	// Conditional offsets: the commit happens only from the offsets named.
+	cond := func(prefix string, from, to int64) TxMessages {
+		tx := tx(prefix, to)
+		tx.Offsets[0].Conditional, tx.Offsets[0].From = true, from
+		return tx
+	}
+	res, err = tp.SendTxMessages(ctx, cond("condstale", 0, 9), decide(TransactionCommit))
+	require.ErrorIs(t, err, ErrOffsetConflict, "TxMA:1 is at 3, not 0")
+	require.Equal(t, TransactionRollback, res.State)
+	require.Equal(t, int64(3), raw.committed("cgTxOffsets", "TxMA", 1), "a conflict moves nothing")
+	_, err = tp.SendTxMessages(ctx, cond("condok", 3, 5), decide(TransactionCommit))
+	require.NoError(t, err)
+	require.Equal(t, int64(5), raw.committed("cgTxOffsets", "TxMA", 1))
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(stored("condok")) == 4 }, "messages committed")
+	fresh := cond("condfresh", NoOffset, 1)
+	fresh.Group = "cgTxOffsetsFresh"
+	_, err = tp.SendTxMessages(ctx, fresh, decide(TransactionCommit))
+	require.NoError(t, err, "NoOffset: the group has none yet")
+	require.Equal(t, int64(1), raw.committed("cgTxOffsetsFresh", "TxMA", 1))
+	_, err = tp.SendTxMessages(ctx, fresh, decide(TransactionCommit))
+	require.ErrorIs(t, err, ErrOffsetConflict, "the group has one now")
+	require.Empty(t, stored("condstale"), "nothing of a refused transaction")
 }
 
 // TestTxMessagesRefusedBeforeSending: bad message lists and topics without a common

@@ -287,6 +287,10 @@ const (
 	// message a FERRY_CANCEL_SCHEDULED names was delivered already (Ferry's own code,
 	// 30000 and up like its request codes).
 	FerryScheduledAlreadyDelivered ResponseCode = 30026 // FERRY_SCHEDULED_ALREADY_DELIVERED
+	// FerryTransactionOffsetConflict (FERRY_TRANSACTION_OFFSET_CONFLICT): an
+	// END_TRANSACTION commit whose conditional consumer offsets (FERRY_TRAN_OFFSETS_FROM)
+	// did not hold; the broker rolled the transaction back (Ferry's own code).
+	FerryTransactionOffsetConflict ResponseCode = 30027 // FERRY_TRANSACTION_OFFSET_CONFLICT
 )
 
 // Known reports whether the code is one this package names (String then

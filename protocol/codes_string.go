@@ -229,6 +229,7 @@ func _() {
 	_ = x[ControllerAlterSyncStateSetFailed-2013]
 	_ = x[ControllerBrokerIDInvalid-2014]
 	_ = x[FerryScheduledAlreadyDelivered-30026]
+	_ = x[FerryTransactionOffsetConflict-30027]
 }
 
 const (
@@ -240,7 +241,7 @@ const (
 	_ResponseCode_name_5 = "FLOW_CONTROL"
 	_ResponseCode_name_6 = "ILLEGAL_OPERATION"
 	_ResponseCode_name_7 = "CONTROLLER_FENCED_MASTER_EPOCHCONTROLLER_FENCED_SYNC_STATE_SET_EPOCHCONTROLLER_INVALID_MASTERCONTROLLER_INVALID_REPLICASCONTROLLER_MASTER_NOT_AVAILABLECONTROLLER_INVALID_REQUESTCONTROLLER_BROKER_NOT_ALIVECONTROLLER_NOT_LEADERCONTROLLER_BROKER_METADATA_NOT_EXISTCONTROLLER_INVALID_CLEAN_BROKER_METADATACONTROLLER_BROKER_NEED_TO_BE_REGISTEREDCONTROLLER_MASTER_STILL_EXISTCONTROLLER_ELECT_MASTER_FAILEDCONTROLLER_ALTER_SYNC_STATE_SET_FAILEDCONTROLLER_BROKER_ID_INVALID"
-	_ResponseCode_name_8 = "FERRY_SCHEDULED_ALREADY_DELIVERED"
+	_ResponseCode_name_8 = "FERRY_SCHEDULED_ALREADY_DELIVEREDFERRY_TRANSACTION_OFFSET_CONFLICT"
 )
 
 var (
@@ -248,6 +249,7 @@ var (
 	_ResponseCode_index_1 = [...]uint16{0, 18, 37, 56, 71, 92, 113, 126, 141, 160, 174, 196, 213, 228, 253, 275, 298, 326, 347, 369, 386}
 	_ResponseCode_index_2 = [...]uint8{0, 25, 52, 76, 105}
 	_ResponseCode_index_7 = [...]uint16{0, 30, 68, 93, 120, 151, 177, 204, 225, 261, 301, 340, 369, 399, 437, 465}
+	_ResponseCode_index_8 = [...]uint8{0, 33, 66}
 )
 
 func (i ResponseCode) String() string {
@@ -271,8 +273,9 @@ func (i ResponseCode) String() string {
 	case 2000 <= i && i <= 2014:
 		i -= 2000
 		return _ResponseCode_name_7[_ResponseCode_index_7[i]:_ResponseCode_index_7[i+1]]
-	case i == 30026:
-		return _ResponseCode_name_8
+	case 30026 <= i && i <= 30027:
+		i -= 30026
+		return _ResponseCode_name_8[_ResponseCode_index_8[i]:_ResponseCode_index_8[i+1]]
 	default:
 		return "ResponseCode(" + strconv.FormatInt(int64(i), 10) + ")"
 	}

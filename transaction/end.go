@@ -151,8 +151,15 @@ func (s *Service) End(req EndRequest) (EndResult, error) {
 	case verdictInProgress:
 		return EndInProgress, nil
 	}
+	conflict := false
 	if oc == outcomeCommit {
 		in, err := s.commit(&rec, h.origin, req.CommitLogOffset)
+		if errors.Is(err, ErrOffsetConflict) {
+			// It can never commit: roll it back.
+			s.log.Warn().Err(err).Int64("txn", h.origin).Str("group", h.group).
+				Msg("conditional commit refused; rolling the transaction back")
+			oc, conflict, err = outcomeRollback, true, nil
+		}
 		if errors.Is(err, errCommitInterrupted) {
 			// Some items may be stored: the commit is decided, and the verify action
 			// completes it.
@@ -171,7 +178,10 @@ func (s *Service) End(req EndRequest) (EndResult, error) {
 		s.log.Error().Err(opErr).Int64("txn", h.origin).Msg("op entry not written; retrying in the background")
 	}
 	s.report(func(m *machine) { m.endDone(h.origin, oc, opErr == nil) })
-	if oc == outcomeCommit {
+	switch {
+	case conflict:
+		return EndOffsetConflict, nil
+	case oc == outcomeCommit:
 		return EndCommitted, nil
 	}
 	return EndRolledBack, nil

@@ -191,13 +191,37 @@ var errCommitInterrupted = errors.New("transaction: multi-message commit interru
 
 // commitItems is commit for a multi-message half record. After the intent is stored an
 // error wraps errCommitInterrupted and in is the stored intent.
-func (s *Service) commitItems(rec *message.Record, items []Item, origin, phy int64) (*commitIntent, error) {
+//
+// A transaction with offsets is committed under offMu; one with conditional offsets is
+// checked first and, on a conflict, writes nothing and returns an error wrapping
+// ErrOffsetConflict. An interrupted commit claims its offsets until completeItems applies
+// them.
+func (s *Service) commitItems(rec *message.Record, items []Item, origin, phy int64) (in *commitIntent, err error) {
 	msgs, err := s.itemRecords(rec, items, phy)
 	if err != nil {
 		return nil, err
 	}
+	group, updates, withOffsets, err := Offsets(rec)
+	if withOffsets {
+		if err != nil {
+			return nil, fmt.Errorf("transaction: half message at %d: %w", phy, err)
+		}
+		if s.opts.Offsets == nil {
+			return nil, fmt.Errorf("transaction: no offset committer for the offsets of group %s", group)
+		}
+		s.offMu.Lock()
+		defer s.offMu.Unlock()
+		if err := s.checkFrom(group, updates); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if errors.Is(err, errCommitInterrupted) {
+				s.claim(group, updates)
+			}
+		}()
+	}
 	ds := s.destinations(msgs)
-	in := &commitIntent{origin: origin, phy: phy, queueID: ds[0].queueID, queueOffset: ds[0].offset,
+	in = &commitIntent{origin: origin, phy: phy, queueID: ds[0].queueID, queueOffset: ds[0].offset,
 		topic: ds[0].topic, items: len(items), dests: ds}
 	intent := s.intentRecord(in, []byte(ds[0].topic))
 	if _, err := s.put(&intent); err != nil {
@@ -276,8 +300,13 @@ func (s *Service) completeItems(in *commitIntent) (committed bool, err error) {
 			return false, err
 		}
 	}
+	s.offMu.Lock()
+	defer s.offMu.Unlock()
 	if err := s.commitOffsets(&rec, true); err != nil {
 		return false, err
+	}
+	if group, updates, ok, err := Offsets(&rec); ok && err == nil {
+		s.release(group, updates)
 	}
 	return true, nil
 }

@@ -439,6 +439,24 @@ func (o *testOffsets) CommitOffsets(group string, updates []OffsetUpdate, forwar
 	return nil
 }
 
+func (o *testOffsets) Offset(group, topic string, queueID int32) (int64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.m[testOffsetKey{group, topic, queueID}]
+	return v, ok
+}
+
+// failOnce makes the next CommitOffsets fail (a write error of the offset file).
+func (o *testOffsets) failOnce() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	alive := o.alive
+	o.alive = func() bool {
+		o.alive = alive
+		return false
+	}
+}
+
 func (o *testOffsets) snapshot() map[testOffsetKey]int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -475,6 +493,46 @@ func TestOffsetsAppliedOnCommitOnly(t *testing.T) {
 	requireItemsOnce(e, multiItems, "C", "K")
 }
 
+// TestConditionalOffsets: a commit with FERRY_TRAN_OFFSETS_FROM commits only while the
+// group's offsets are those it names (-1: none); otherwise nothing of it is stored, the
+// offsets stay, and the transaction is rolled back for good.
+func TestConditionalOffsets(t *testing.T) {
+	offsets := newTestOffsets()
+	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
+	cond := func(uniq, updates, from string) PrepareResult {
+		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
+			PropertyOffsetsFrom, from)
+	}
+	a := cond("A", "0,10,In;1,5,In", "0,-1,In")        // queue 0 must have no offset
+	b := cond("B", "0,10,In", "0,-1,In")               // the same input, read by another instance
+	c := cond("C", "0,20,In;1,9,In", "0,10,In;1,5,In") // the next input, after A
+	assert.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
+	assert.Equal(t, EndOffsetConflict, e.end(b, "B", message.TransactionCommitType))
+	assert.Equal(t, EndAlreadyRolledBack, e.end(b, "B", message.TransactionCommitType), "a conflict is final")
+	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 10, {"CG", "In", 1}: 5}, offsets.snapshot())
+	assert.Equal(t, EndCommitted, e.end(c, "C", message.TransactionCommitType))
+	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 20, {"CG", "In", 1}: 9}, offsets.snapshot())
+	requireItemsOnce(e, multiItems, "A", "C") // nothing of B
+
+	// An interrupted commit (its offsets not written) still counts: its offsets are
+	// claimed until the verify action applies them.
+	d := cond("D", "0,30,In", "0,20,In")
+	late := cond("L", "0,30,In", "0,20,In")
+	offsets.failOnce()
+	_, err := e.svc.End(EndRequest{ProducerGroup: testGroup, TranStateTableOffset: d.Append.QueueOffset,
+		CommitLogOffset: d.Append.PhysicalOffset, CommitOrRollback: message.TransactionCommitType})
+	require.ErrorIs(t, err, errCommitInterrupted)
+	assert.Equal(t, EndOffsetConflict, e.end(late, "L", message.TransactionCommitType),
+		"the interrupted commit's offset is the queue's")
+	for i := 0; i < 5 && offsets.snapshot()[testOffsetKey{"CG", "In", 0}] != 30; i++ {
+		e.round()
+	}
+	assert.Equal(t, int64(30), offsets.snapshot()[testOffsetKey{"CG", "In", 0}], "the verify action applied it")
+	e2 := cond("E", "0,40,In", "0,30,In")
+	assert.Equal(t, EndCommitted, e.end(e2, "E", message.TransactionCommitType), "the claim is released")
+	requireItemsOnce(e, multiItems, "A", "C", "D", "E")
+}
+
 func TestOffsetsRefused(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Offsets = newTestOffsets() })
 	for name, extra := range map[string][]string{
@@ -485,6 +543,13 @@ func TestOffsetsRefused(t *testing.T) {
 		"bad queue":     {PropertyOffsetGroup, "CG", PropertyOffsets, "x,1,In"},
 		"bad topic":     {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,"},
 		"missing field": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1"},
+		"from, no update": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In",
+			PropertyOffsetsFrom, "1,0,In"},
+		"from twice": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In",
+			PropertyOffsetsFrom, "0,0,In;0,0,In"},
+		"from below -1": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In",
+			PropertyOffsetsFrom, "0,-2,In"},
+		"from empty": {PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In", PropertyOffsetsFrom, ""},
 	} {
 		rec := multiHalf(t, "B", multiItems, extra...)
 		_, err := e.svc.Prepare(&rec, false)
@@ -502,4 +567,40 @@ func TestOffsetsRefused(t *testing.T) {
 	rec := multiHalf(t, "N", multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, "0,1,In")
 	_, err = e2.svc.Prepare(&rec, false)
 	assert.ErrorIs(t, err, ErrBadItems)
+}
+
+// FuzzOffsets: decoding a half message's offsets (and conditional offsets) never panics,
+// and what it accepts encodes back to the same updates.
+func FuzzOffsets(f *testing.F) {
+	f.Add("CG", "0,10,In;1,5,In", "0,-1,In")
+	f.Add("CG", "0,10,In", "")
+	f.Add("CG", "2,3,A;2,4,B", "2,7,B")
+	f.Fuzz(func(t *testing.T, group, offsets, from string) {
+		kv := map[string]string{PropertyMultiItems: "1", PropertyOffsetGroup: group, PropertyOffsets: offsets}
+		if from != "" {
+			kv[PropertyOffsetsFrom] = from
+		}
+		props, err := message.EncodeProperties(kv)
+		if err != nil {
+			return
+		}
+		rec := message.Record{Properties: props}
+		g, updates, ok, err := Offsets(&rec)
+		if !ok || err != nil {
+			return
+		}
+		again := map[string]string{PropertyMultiItems: "1", PropertyOffsetGroup: g,
+			PropertyOffsets: string(AppendOffsets(nil, updates))}
+		if f := AppendOffsetsFrom(nil, updates); len(f) > 0 {
+			again[PropertyOffsetsFrom] = string(f)
+		}
+		props2, err := message.EncodeProperties(again)
+		require.NoError(t, err)
+		rec2 := message.Record{Properties: props2}
+		g2, updates2, ok2, err := Offsets(&rec2)
+		require.NoError(t, err)
+		require.True(t, ok2)
+		require.Equal(t, g, g2)
+		require.Equal(t, updates, updates2)
+	})
 }

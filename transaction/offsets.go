@@ -2,7 +2,9 @@ package transaction
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/ferrymq/ferry/message"
@@ -17,7 +19,21 @@ import (
 //	FERRY_TRAN_OFFSET_GROUP  the consumer group
 //	FERRY_TRAN_OFFSETS       "<queue id>,<offset>,<topic>;..." — the next offset the group
 //	                         consumes from each queue (topics never contain ';')
+//	FERRY_TRAN_OFFSETS_FROM  optional, "<queue id>,<offset>,<topic>;..." — makes the commit
+//	                         conditional: each listed queue (one of FERRY_TRAN_OFFSETS's)
+//	                         must have exactly that committed offset when the commit is
+//	                         decided, -1 meaning "the group has no offset for the queue"
 //
+// A conditional commit is a compare-and-set of the offsets, atomic with the commit: the
+// check, the intent, the items and the offsets are written under one lock (offMu), and an
+// offset that a decided but interrupted commit will still set (claims) counts as the
+// queue's offset. When a listed offset differs, nothing is written and the transaction is
+// rolled back (EndOffsetConflict): it can never commit, since another transaction already
+// moved the group past — or away from — the input it consumed. This is what makes a
+// consume-transform-produce loop exactly once even when an instance is restarted while
+// its predecessor's transaction is still being ended: of two transactions that read the
+// same input from the same offset, at most one commits. After a restart, replayed intents
+// are verified (and their offsets applied) before any END_TRANSACTION is served.
 // A commit stores the intent and the items, then calls Options.Offsets (the broker sets
 // the offsets and writes its offset file durably), then the op entry: an ended commit
 // always has its offsets durable. A kill or failure before the op entry leaves the commit
@@ -33,7 +49,17 @@ const (
 	PropertyOffsetGroup = "FERRY_TRAN_OFFSET_GROUP"
 	// PropertyOffsets lists the offsets a transaction commits (see above).
 	PropertyOffsets = "FERRY_TRAN_OFFSETS"
+	// PropertyOffsetsFrom lists the offsets a conditional commit requires (see above).
+	PropertyOffsetsFrom = "FERRY_TRAN_OFFSETS_FROM"
 )
+
+// NoOffset is the From of a conditional OffsetUpdate whose group must have no offset for
+// the queue yet.
+const NoOffset = -1
+
+// ErrOffsetConflict means a conditional commit found a group's offset other than the
+// transaction's From: the transaction was rolled back.
+var ErrOffsetConflict = errors.New("transaction: consumer offset moved; the conditional commit was rolled back")
 
 // MaxOffsets bounds the offset updates of one transaction.
 const MaxOffsets = 256
@@ -44,14 +70,20 @@ type OffsetUpdate struct {
 	Topic   string
 	QueueID int32
 	Offset  int64
+	// Conditional makes the commit require the group's offset of the queue to be From
+	// (NoOffset: none) when it is decided.
+	Conditional bool
+	From        int64
 }
 
 // OffsetCommitter applies the offset updates of committed transactions (the broker's
 // consumer-offset store). Commit must make them durable before it returns nil. With
 // forwardOnly (a repair after a crash or failure) an update that would move an offset
-// back is skipped.
+// back is skipped. Offset returns a group's committed offset of a queue (ok false when it
+// has none), for conditional commits.
 type OffsetCommitter interface {
 	CommitOffsets(group string, updates []OffsetUpdate, forwardOnly bool) error
+	Offset(group, topic string, queueID int32) (offset int64, ok bool)
 }
 
 // Offsets decodes the offset updates of a half message: ok is false (and err nil) when it
@@ -88,7 +120,42 @@ func Offsets(rec *message.Record) (group string, updates []OffsetUpdate, ok bool
 		}
 		updates = append(updates, OffsetUpdate{Topic: string(f[2]), QueueID: int32(q), Offset: o})
 	}
+	if from, ok := message.LookupProperty(rec.Properties, PropertyOffsetsFrom); ok {
+		if err := decodeFrom(from, updates); err != nil {
+			return "", nil, true, err
+		}
+	}
 	return string(g), updates, true, nil
+}
+
+// decodeFrom sets the From of the updates that the PropertyOffsetsFrom value v lists.
+func decodeFrom(v []byte, updates []OffsetUpdate) error {
+	parts := bytes.Split(v, []byte{';'})
+	if len(v) == 0 || len(parts) > len(updates) {
+		return fmt.Errorf("%w: %d conditional offsets for %d updates", ErrBadItems, len(parts), len(updates))
+	}
+	for _, p := range parts {
+		f := bytes.SplitN(p, []byte{','}, 3)
+		if len(f) != 3 {
+			return fmt.Errorf("%w: conditional offset %q", ErrBadItems, p)
+		}
+		q, err1 := parseNonNegative(f[0])
+		from, err2 := parseNonNegative(bytes.TrimPrefix(f[1], []byte{'-'}))
+		if neg := bytes.HasPrefix(f[1], []byte{'-'}); neg {
+			from = -from
+		}
+		if err1 != nil || err2 != nil || q > 1<<31-1 || from < NoOffset {
+			return fmt.Errorf("%w: conditional offset %q", ErrBadItems, p)
+		}
+		i := slices.IndexFunc(updates, func(u OffsetUpdate) bool {
+			return u.QueueID == int32(q) && u.Topic == string(f[2])
+		})
+		if i < 0 || updates[i].Conditional {
+			return fmt.Errorf("%w: conditional offset %q names no update, or one twice", ErrBadItems, p)
+		}
+		updates[i].Conditional, updates[i].From = true, from
+	}
+	return nil
 }
 
 // AppendOffsets appends the PropertyOffsets value of updates to dst.
@@ -104,6 +171,80 @@ func AppendOffsets(dst []byte, updates []OffsetUpdate) []byte {
 		dst = append(dst, u.Topic...)
 	}
 	return dst
+}
+
+// AppendOffsetsFrom appends the PropertyOffsetsFrom value of the conditional updates of
+// updates to dst (nothing when none is conditional).
+func AppendOffsetsFrom(dst []byte, updates []OffsetUpdate) []byte {
+	first := true
+	for _, u := range updates {
+		if !u.Conditional {
+			continue
+		}
+		if !first {
+			dst = append(dst, ';')
+		}
+		first = false
+		dst = strconv.AppendInt(dst, int64(u.QueueID), 10)
+		dst = append(dst, ',')
+		dst = strconv.AppendInt(dst, u.From, 10)
+		dst = append(dst, ',')
+		dst = append(dst, u.Topic...)
+	}
+	return dst
+}
+
+// offsetKey names one consumer offset.
+type offsetKey struct {
+	group, topic string
+	queueID      int32
+}
+
+// checkFrom returns an error wrapping ErrOffsetConflict when a conditional update of
+// updates does not find its From: the queue's claim (an interrupted commit's offset not
+// yet applied) or else its committed offset. The caller holds offMu.
+func (s *Service) checkFrom(group string, updates []OffsetUpdate) error {
+	for _, u := range updates {
+		if !u.Conditional {
+			continue
+		}
+		cur, ok := s.claims[offsetKey{group, u.Topic, u.QueueID}]
+		if !ok {
+			cur, ok = s.opts.Offsets.Offset(group, u.Topic, u.QueueID)
+		}
+		if !ok {
+			cur = NoOffset
+		}
+		if cur != u.From {
+			return fmt.Errorf("%w: group %s, %s queue %d is at %d, the transaction expects %d",
+				ErrOffsetConflict, group, u.Topic, u.QueueID, cur, u.From)
+		}
+	}
+	return nil
+}
+
+// claim records the offsets of an interrupted commit (decided, not yet applied) so that
+// conditional commits see them. The caller holds offMu.
+func (s *Service) claim(group string, updates []OffsetUpdate) {
+	if s.claims == nil {
+		s.claims = map[offsetKey]int64{}
+	}
+	for _, u := range updates {
+		k := offsetKey{group, u.Topic, u.QueueID}
+		if cur, ok := s.claims[k]; !ok || u.Offset > cur {
+			s.claims[k] = u.Offset
+		}
+	}
+}
+
+// release drops the claims that updates (now applied) made. The caller holds offMu.
+func (s *Service) release(group string, updates []OffsetUpdate) {
+	for _, u := range updates {
+		k := offsetKey{group, u.Topic, u.QueueID}
+		if cur, ok := s.claims[k]; ok && cur <= u.Offset {
+			delete(s.claims, k)
+		}
+	}
 }
 
 // commitOffsets applies the offset updates of the half record rec, if any.

@@ -260,13 +260,16 @@ const (
 	EndWrongGroup
 	// EndIgnored: the state was unknown (0) or not a transaction type; nothing to do.
 	EndIgnored
+	// EndOffsetConflict: a commit whose conditional offsets (PropertyOffsetsFrom) did not
+	// hold; the transaction was rolled back by this request.
+	EndOffsetConflict
 )
 
 // String returns the result's name.
 func (r EndResult) String() string {
 	names := [...]string{"", "Committed", "RolledBack", "AlreadyCommitted", "AlreadyRolledBack",
 		"AlreadyDiscarded", "AlreadyResolved", "InProgress", "NotFound", "IllegalOffsets",
-		"WrongGroup", "Ignored"}
+		"WrongGroup", "Ignored", "OffsetConflict"}
 	if int(r) < len(names) && r != 0 {
 		return names[r]
 	}
@@ -274,7 +277,9 @@ func (r EndResult) String() string {
 }
 
 // Changed reports whether the request ended the transaction.
-func (r EndResult) Changed() bool { return r == EndCommitted || r == EndRolledBack }
+func (r EndResult) Changed() bool {
+	return r == EndCommitted || r == EndRolledBack || r == EndOffsetConflict
+}
 
 // Stats is a snapshot of the service's bookkeeping.
 type Stats struct {

@@ -18,7 +18,9 @@ import (
 // END_TRANSACTION, and runs the check-back scan on one goroutine it owns.
 //
 // Locking: mu guards the machine and the run state. It is never held across a store write
-// or a Checker call; store reads done under it are short. It is the only lock.
+// or a Checker call; store reads done under it are short. offMu serializes the commits
+// that carry consumer offsets (and guards claims): it is held across their store writes,
+// never together with mu.
 type Service struct {
 	opts Options
 	log  zerolog.Logger
@@ -30,6 +32,9 @@ type Service struct {
 		started bool
 		closed  bool
 	}
+
+	offMu  sync.Mutex
+	claims map[offsetKey]int64 // offsets of interrupted commits not yet applied (offsets.go)
 
 	// Owned by the scan goroutine (and by Start / Shutdown before and after it runs).
 	latest  cursors // what the machine last asked to persist
