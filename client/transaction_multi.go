@@ -403,6 +403,7 @@ func (tp *TransactionProducer) txOffsets(tx *TxMessages) (map[string]string, str
 	broker := tx.Offsets[0].Queue.BrokerName
 	var b, from []byte
 	for i, o := range tx.Offsets {
+		o.Queue = tp.c.nsQueue(o.Queue)
 		switch {
 		case o.Queue.BrokerName != broker || broker == "":
 			return nil, "", fmt.Errorf("%w: offsets on broker groups %q and %q", ErrNoCommonBroker, broker, o.Queue.BrokerName)
@@ -414,7 +415,7 @@ func (tp *TransactionProducer) txOffsets(tx *TxMessages) (map[string]string, str
 			return nil, "", fmt.Errorf("%w: offset %d: %w", ErrIllegalMessage, i, err)
 		}
 		for _, p := range tx.Offsets[:i] {
-			if p.Queue == o.Queue {
+			if tp.c.nsQueue(p.Queue) == o.Queue {
 				return nil, "", fmt.Errorf("%w: queue %s:%d twice in the offsets", ErrIllegalMessage, o.Queue.Topic,
 					o.Queue.QueueID)
 			}

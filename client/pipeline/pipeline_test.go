@@ -1,0 +1,360 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ferrymq/ferry/client"
+	"github.com/ferrymq/ferry/conf"
+	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/testutil"
+)
+
+// The kill test's child processes are this test binary run again with childEnv set to
+// the output topic; TestMain hands them to runChild instead of the tests.
+const (
+	childEnv   = "FERRY_PIPELINE_CHILD"
+	namesrvEnv = "FERRY_PIPELINE_NAMESRV"
+	groupEnv   = "FERRY_PIPELINE_GROUP"
+	inTopic    = "WcLines"
+	queues     = 4
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
+	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
+}
+
+// runChild runs the word-count pipeline of the group and output topic its environment
+// names until it is killed, and returns the process's exit status should it stop.
+func runChild() int {
+	cl, err := client.New(client.WithNameServers(os.Getenv(namesrvEnv)))
+	if err == nil {
+		var p *Pipeline
+		p, err = New(cl, wordCountOptions(os.Getenv(groupEnv), os.Getenv(childEnv)))
+		if err == nil {
+			err = p.Run(context.Background())
+		}
+	}
+	fmt.Fprintln(os.Stderr, "pipeline child:", err)
+	return 1
+}
+
+// wordCount is the transform under test: one message per word of the input line, to
+// topic out, keyed by the word, naming its input and its place in the line.
+func wordCount(out string) Transform {
+	return func(_ context.Context, in *client.MessageExt) ([]*message.Message, error) {
+		var msgs []*message.Message
+		for i, w := range strings.Fields(string(in.Body)) {
+			m := message.NewMessage(out, []byte(w))
+			m.SetKeys(w)
+			m.SetProperty("src", in.MsgID)
+			m.SetProperty("idx", strconv.Itoa(i))
+			msgs = append(msgs, m)
+		}
+		return msgs, nil
+	}
+}
+
+// wordCountOptions are the pipeline's options: small transactions, so that a run has
+// many of them and a kill lands in the middle of one.
+func wordCountOptions(group, out string) Options {
+	return Options{Group: group, Input: inTopic, Transform: wordCount(out), MaxInputs: 4,
+		PollTimeout: 200 * time.Millisecond, RetryBackoff: 50 * time.Millisecond}
+}
+
+// startCluster starts a name server and a broker that checks unended transactions from
+// 300 ms on, every 300 ms, with the input topic and outs created.
+func startCluster(t *testing.T, outs ...string) (*testutil.Cluster, *client.Client) {
+	t.Helper()
+	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(b *conf.BrokerConfig) {
+		b.TransactionTimeout = 300 * time.Millisecond
+		b.TransactionCheckInterval = 300 * time.Millisecond
+	}))
+	cl, err := client.New(client.WithNameServers(c.NamesrvAddr))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+	for _, topic := range append([]string{inTopic}, outs...) {
+		require.NoError(t, cl.Admin().CreateTopic(context.Background(),
+			client.TopicConfig{Name: topic, ReadQueues: queues, WriteQueues: queues}, client.Target{}))
+	}
+	return c, cl
+}
+
+// vocabulary is what lines are made of.
+var vocabulary = strings.Fields("ferry river boat dock rope sail tide wind oar deck mast port " +
+	"hull keel wave shore bridge anchor harbor crew")
+
+// makeLines returns n lines of 1..8 words of vocabulary.
+func makeLines(rng *rand.Rand, n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		words := make([]string, 1+rng.IntN(8))
+		for j := range words {
+			words[j] = vocabulary[rng.IntN(len(vocabulary))]
+		}
+		lines[i] = strings.Join(words, " ")
+	}
+	return lines
+}
+
+// sendLines sends lines to the input topic, in order.
+func sendLines(ctx context.Context, cl *client.Client, lines []string) error {
+	p, err := cl.NewProducer("wc-lines")
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if _, err := p.Send(ctx, message.NewMessage(inTopic, []byte(l))); err != nil {
+			return errors.Join(err, p.Close())
+		}
+	}
+	return p.Close()
+}
+
+// progress returns how many inputs group has committed, and how many there are.
+func progress(t *testing.T, cl *client.Client, group string) (committed, total int64) {
+	t.Helper()
+	qs, err := cl.Admin().ConsumerOffsets(context.Background(), group, inTopic)
+	require.NoError(t, err)
+	for _, q := range qs {
+		total += q.BrokerOffset
+		committed += max(q.ConsumerOffset, 0)
+	}
+	return committed, total
+}
+
+// output is one output message as the consumer of the output topic sees it.
+type output struct{ src, idx, word string }
+
+// readAll reads every message of topic from offset 0, in a fresh group.
+func readAll(t *testing.T, cl *client.Client, topic string) map[output]int {
+	t.Helper()
+	ctx := context.Background()
+	qs, err := cl.Admin().ConsumerOffsets(ctx, "wc-reader-"+topic, topic)
+	require.NoError(t, err)
+	var want int64
+	for _, q := range qs {
+		want += q.BrokerOffset
+	}
+	lc, err := cl.NewLitePullConsumer("wc-reader-"+topic, client.WithConsumeFrom(client.ConsumeFromFirstOffset),
+		client.WithManualCommit())
+	require.NoError(t, err)
+	mqs, err := lc.FetchQueues(ctx, topic)
+	require.NoError(t, err)
+	require.NoError(t, lc.Assign(mqs...))
+	require.NoError(t, lc.Start(ctx))
+	defer func() { require.NoError(t, lc.Close()) }()
+	got := map[output]int{}
+	var n int64
+	deadline := time.Now().Add(60 * time.Second)
+	for n < want && time.Now().Before(deadline) {
+		for _, m := range lc.Poll(ctx, time.Second) {
+			got[output{m.Property("src"), m.Property("idx"), string(m.Body)}]++
+			n++
+		}
+	}
+	require.Equal(t, want, n, "every message of %s read", topic)
+	return got
+}
+
+// child is a running pipeline process.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startChild starts a pipeline process of group writing to out.
+func startChild(t *testing.T, namesrv, group, out, logPath string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+out, namesrvEnv+"="+namesrv, groupEnv+"="+group)
+	f, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(c.done)
+	}()
+	t.Cleanup(c.kill)
+	return c
+}
+
+// kill SIGKILLs the child and waits for it to be gone.
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// TestWordCountSurvivesKills: a word-count pipeline process is SIGKILLed again and again
+// — while it starts, rebalances, transforms, or has a transaction half sent or half
+// ended — while its input is still being written, and restarted each time. In the end its
+// output equals that of a run without faults (an in-process pipeline over the same input
+// in another group) and that of the transform applied once to each line: every word of
+// every line exactly once, nothing else.
+func TestWordCountSurvivesKills(t *testing.T) {
+	const lines, rounds = 1500, 10
+	const outTopic, cleanTopic = "WcWords", "WcWordsClean"
+	c, cl := startCluster(t, outTopic, cleanTopic)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	input := makeLines(rng, lines)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var sendErr error
+	wg.Go(func() { sendErr = sendLines(ctx, cl, input) })
+	clean, err := New(cl, wordCountOptions("wc-clean", cleanTopic))
+	require.NoError(t, err)
+	var cleanErr error
+	wg.Go(func() { cleanErr = clean.Run(ctx) })
+
+	// Rounds: a process starts — next to the one running, half of the time, so that the
+	// two rebalance the input's queues between them with transactions in flight — and,
+	// once there is some progress or after a random time, one of them is killed.
+	dir := t.TempDir()
+	midway := 0 // kills that found the pipeline with input left to do
+	var running []*child
+	for round := range rounds {
+		running = append(running, startChild(t, c.NamesrvAddr, "wc", outTopic,
+			filepath.Join(dir, fmt.Sprintf("child-%d.log", round))))
+		before, _ := progress(t, cl, "wc")
+		if rng.IntN(3) == 0 {
+			// Anywhere from start-up on: connecting, rebalancing, the first transactions.
+			time.Sleep(time.Duration(50+rng.IntN(700)) * time.Millisecond)
+		} else {
+			want := before + 20 + int64(rng.IntN(150))
+			testutil.Eventually(t, 60*time.Second, func() bool {
+				done, total := progress(t, cl, "wc")
+				return done >= want || (total == lines && done == total)
+			}, fmt.Sprintf("round %d: progress past %d", round, want))
+		}
+		if len(running) == 1 && rng.IntN(2) == 0 {
+			continue // the next one starts beside it
+		}
+		i := rng.IntN(len(running))
+		running[i].kill()
+		running = slices.Delete(running, i, i+1)
+		if done, _ := progress(t, cl, "wc"); done < lines {
+			midway++
+		}
+	}
+	require.GreaterOrEqual(t, midway, rounds/3, "most kills land while there is work")
+	running = append(running, startChild(t, c.NamesrvAddr, "wc", outTopic, filepath.Join(dir, "child-last.log")))
+	for _, g := range []string{"wc", "wc-clean"} {
+		testutil.Eventually(t, 120*time.Second, func() bool {
+			done, _ := progress(t, cl, g)
+			return done == lines
+		}, g+": every line committed")
+	}
+	for _, ch := range running {
+		ch.kill()
+	}
+	cancel()
+	wg.Wait()
+	require.NoError(t, sendErr)
+	require.NoError(t, cleanErr)
+	st := clean.Stats()
+	require.Equal(t, int64(lines), st.Inputs, "the fault-free run committed each line once")
+	require.Zero(t, st.Conflicts)
+
+	got, want := readAll(t, cl, outTopic), readAll(t, cl, cleanTopic)
+	srcs := map[string]bool{}
+	for o := range want {
+		srcs[o.src] = true
+	}
+	require.Len(t, srcs, lines, "the fault-free run has output for every line")
+	direct := map[string]int{} // the word counts of the transform applied once to each line
+	for _, l := range input {
+		for _, w := range strings.Fields(l) {
+			direct[w]++
+		}
+	}
+	counts := func(m map[output]int) map[string]int {
+		wc := map[string]int{}
+		for o, n := range m {
+			wc[o.word] += n
+		}
+		return wc
+	}
+	require.Equal(t, direct, counts(want), "the fault-free run's word counts")
+	for o, n := range want {
+		require.Equal(t, 1, n, "fault-free: %v once", o)
+	}
+	// Equal outputs: the same (input id, place, word) triples, each once. The two runs
+	// read the same input messages, so the ids are the same.
+	for o, n := range got {
+		require.Equal(t, 1, n, "%v once despite the kills", o)
+		require.Contains(t, want, o, "%v is in the fault-free output", o)
+	}
+	require.Len(t, got, len(want), "nothing missing")
+	require.Equal(t, direct, counts(got), "the word counts despite the kills")
+}
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{Group: "g", Input: "in", Transform: wordCount("out")}
+	require.NoError(t, ok.Validate())
+	for name, edit := range map[string]func(*Options){
+		"no group":     func(o *Options) { o.Group = "" },
+		"no input":     func(o *Options) { o.Input = "" },
+		"no transform": func(o *Options) { o.Transform = nil },
+		"max inputs":   func(o *Options) { o.MaxInputs = 1025 },
+		"negative":     func(o *Options) { o.PollTimeout = -time.Second },
+	} {
+		o := ok
+		edit(&o)
+		require.ErrorIs(t, o.Validate(), ErrInvalidOptions, name)
+	}
+}
+
+// TestTransformErrorStopsRun: a failing transform stops Run with ErrTransform and commits
+// nothing of its transaction; a second Run is refused.
+func TestTransformErrorStopsRun(t *testing.T) {
+	_, cl := startCluster(t, "WcOut")
+	require.NoError(t, sendLines(context.Background(), cl, []string{"a b", "c", "boom", "d"}))
+	boom := errors.New("boom")
+	p, err := New(cl, Options{Group: "wc-fail", Input: inTopic, MaxInputs: 1,
+		Transform: func(ctx context.Context, in *client.MessageExt) ([]*message.Message, error) {
+			if string(in.Body) == "boom" {
+				return nil, boom
+			}
+			return wordCount("WcOut")(ctx, in)
+		}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = p.Run(ctx)
+	require.ErrorIs(t, err, ErrTransform)
+	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, p.Run(ctx), ErrInvalidOptions)
+	done, total := progress(t, cl, "wc-fail")
+	require.Equal(t, int64(4), total)
+	require.Less(t, done, total, "the failed input is not committed")
+	got := readAll(t, cl, "WcOut")
+	for o := range got {
+		require.NotEqual(t, "boom", o.word)
+	}
+	require.Equal(t, p.Stats().Outputs, int64(len(got)), "what is visible is what the pipeline committed")
+}
