@@ -216,9 +216,14 @@ func (f *EpochFile) TruncateFrom(offset int64) error {
 	return f.writeLocked(slices.Clone(f.entries[:i]))
 }
 
-// writeLocked replaces the file with next and, once that is durable, the history.
+// writeLocked replaces the file with next and, once that is durable, the history. When
+// only the rename's directory sync failed the file is next already (a restart without a
+// crash reads it), so the history follows it and the error is still returned.
 func (f *EpochFile) writeLocked(next []EpochEntry) error {
 	if err := f.fs.WriteFileAtomic(f.path, encodeEpochs(next)); err != nil {
+		if errors.Is(err, mmap.ErrRenameNotDurable) {
+			f.entries = next
+		}
 		return fmt.Errorf("ha: write epoch file: %w", err)
 	}
 	f.entries = next

@@ -148,6 +148,21 @@ func TestEpochFileFailedWriteChangesNothing(t *testing.T) {
 	require.Equal(t, []ep{{1, 0}}, again.Entries())
 }
 
+// TestEpochFileFollowsAReplacedFile: when only the directory sync after the rename
+// fails, the history is what the file now holds (and the error is returned).
+func TestEpochFileFollowsAReplacedFile(t *testing.T) {
+	efs := mmap.NewErrorFS(mmap.NewMemFS())
+	f, err := OpenEpochFile(efs, "/s")
+	require.NoError(t, err)
+	require.NoError(t, f.Append(ep{1, 0}))
+	efs.Inject(mmap.Rule{Ops: mmap.OpSyncDir, Times: 1})
+	require.ErrorIs(t, f.Append(ep{2, 10}), mmap.ErrRenameNotDurable)
+	require.Equal(t, []ep{{1, 0}, {2, 10}}, f.Entries())
+	again, err := OpenEpochFile(efs, "/s")
+	require.NoError(t, err)
+	require.Equal(t, f.Entries(), again.Entries())
+}
+
 // A power loss before any step of an Append leaves the old history or the new one, never
 // a damaged file; once Append returns, the new one survives.
 func TestEpochFileCrashAtEveryStep(t *testing.T) {

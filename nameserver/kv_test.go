@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/protocol"
 	"github.com/ferrymq/ferry/remoting"
 )
@@ -157,4 +158,50 @@ func TestServerOrderTopicConf(t *testing.T) {
 	route, err = goClientDecodeRoute(resp.Body)
 	require.NoError(t, err)
 	require.Empty(t, route.OrderTopicConf)
+}
+
+// TestKVStoreFollowsTheFile: when only the directory sync after the rename fails, the
+// new file is what a restart reads, so the table keeps the change too (and the request
+// still fails: the change is not known to be durable); a failure before the rename
+// changes neither.
+func TestKVStoreFollowsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kvConfig.json")
+	s, err := openKVStore(path)
+	require.NoError(t, err)
+	efs := mmap.NewErrorFS(mmap.OSFS{})
+	s.fsys = efs
+	require.NoError(t, s.put("ns", "a", "1"))
+	reread := func(key string) (string, bool) {
+		t.Helper()
+		again, err := openKVStore(path)
+		require.NoError(t, err)
+		return again.get("ns", key)
+	}
+
+	efs.Inject(mmap.Rule{Ops: mmap.OpSyncDir, Times: 1})
+	require.ErrorIs(t, s.put("ns", "b", "2"), mmap.ErrRenameNotDurable)
+	v, ok := s.get("ns", "b")
+	require.True(t, ok, "the table follows the file")
+	require.Equal(t, "2", v)
+	v, ok = reread("b")
+	require.True(t, ok)
+	require.Equal(t, "2", v)
+
+	efs.Inject(mmap.Rule{Ops: mmap.OpRename, Times: 1})
+	err = s.put("ns", "c", "3")
+	require.ErrorIs(t, err, ErrKVConfig)
+	require.NotErrorIs(t, err, mmap.ErrRenameNotDurable)
+	_, ok = s.get("ns", "c")
+	require.False(t, ok, "rolled back: the file was not replaced")
+	_, ok = reread("c")
+	require.False(t, ok)
+
+	efs.Inject(mmap.Rule{Ops: mmap.OpSyncDir, Times: 1})
+	removed, err := s.remove("ns", "a")
+	require.ErrorIs(t, err, mmap.ErrRenameNotDurable)
+	require.True(t, removed)
+	_, ok = s.get("ns", "a")
+	require.False(t, ok)
+	_, ok = reread("a")
+	require.False(t, ok)
 }

@@ -55,7 +55,8 @@ type kvFile struct {
 // kvStore is the KV configuration: an in-memory table, saved to path after every
 // change when path is set.
 type kvStore struct {
-	path string // "" = memory only
+	path string  // "" = memory only
+	fsys mmap.FS // where path is written (the real file system; an ErrorFS in tests)
 
 	mu    sync.RWMutex
 	table map[string]map[string]string // namespace → key → value
@@ -64,7 +65,7 @@ type kvStore struct {
 // openKVStore loads path (a missing file is an empty table) or, with path "", returns
 // an empty in-memory store.
 func openKVStore(path string) (*kvStore, error) {
-	s := &kvStore{path: path, table: make(map[string]map[string]string)}
+	s := &kvStore{path: path, fsys: mmap.OSFS{}, table: make(map[string]map[string]string)}
 	if path == "" {
 		return s, nil
 	}
@@ -104,7 +105,9 @@ func (s *kvStore) list(namespace string) map[string]string {
 }
 
 // put stores value under (namespace, key) and saves the table. On a failed save the
-// table is left as it was.
+// table is left as it was — unless the new file is in place and only its rename is not
+// known to be durable (mmap.ErrRenameNotDurable): the table then keeps the change, as the
+// file does, and the error is still returned.
 func (s *kvStore) put(namespace, key, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,6 +119,9 @@ func (s *kvStore) put(namespace, key, value string) error {
 	}
 	kv[key] = value
 	if err := s.saveLocked(); err != nil {
+		if errors.Is(err, mmap.ErrRenameNotDurable) {
+			return err
+		}
 		if had {
 			kv[key] = old
 		} else {
@@ -127,7 +133,7 @@ func (s *kvStore) put(namespace, key, value string) error {
 }
 
 // remove deletes (namespace, key) and saves the table; it reports whether the entry
-// existed. Deleting an absent entry saves nothing.
+// existed. Deleting an absent entry saves nothing. A failed save is handled as put's.
 func (s *kvStore) remove(namespace, key string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,6 +143,9 @@ func (s *kvStore) remove(namespace, key string) (bool, error) {
 	}
 	s.removeLocked(namespace, key)
 	if err := s.saveLocked(); err != nil {
+		if errors.Is(err, mmap.ErrRenameNotDurable) {
+			return true, err
+		}
 		kv := s.table[namespace]
 		if kv == nil {
 			kv = make(map[string]string)
@@ -169,7 +178,7 @@ func (s *kvStore) saveLocked() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return fmt.Errorf("%w: %w", ErrKVConfig, err)
 	}
-	if err := mmap.WriteFileAtomic(mmap.OSFS{}, s.path, data); err != nil {
+	if err := mmap.WriteFileAtomic(s.fsys, s.path, data); err != nil {
 		return fmt.Errorf("%w: %w", ErrKVConfig, err)
 	}
 	return nil

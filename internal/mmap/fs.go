@@ -197,7 +197,9 @@ const TempSuffix = ".tmp"
 //
 // A crash before step 4 returns leaves the old file (or none), after it the new one; the
 // file at path is never a mix, because its new inode is complete and synced before it is
-// linked. A failure before the rename removes the temp file.
+// linked. A failure before the rename removes the temp file. A failure of step 4 wraps
+// ErrRenameNotDurable: the new file is the one readers see now, but a crash may still
+// bring the old one back.
 func WriteFileAtomic(fsys FS, path string, data []byte) error {
 	tmp := path + TempSuffix
 	f, err := fsys.Create(tmp)
@@ -219,7 +221,13 @@ func WriteFileAtomic(fsys FS, path string, data []byte) error {
 		return fmt.Errorf("mmap: write %s: %w", path, err)
 	}
 	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("mmap: write %s: %w", path, err)
+		return fmt.Errorf("mmap: write %s: %w: %w", path, ErrRenameNotDurable, err)
 	}
 	return nil
 }
+
+// ErrRenameNotDurable is wrapped by WriteFileAtomic's error when the new file is in place
+// but the directory sync that makes its rename durable failed: the caller's in-memory
+// state should follow the new file (that is what a reader or a restart without a crash
+// finds), while the write is reported as not durable.
+var ErrRenameNotDurable = errors.New("mmap: file replaced, but the rename is not known to be durable")
