@@ -82,7 +82,7 @@ func wordCountOptions(group, out string) Options {
 
 // startCluster starts a name server and a broker that checks unended transactions from
 // 300 ms on, every 300 ms, with the input topic and outs created.
-func startCluster(t *testing.T, outs ...string) (*testutil.Cluster, *client.Client) {
+func startCluster(t testing.TB, outs ...string) (*testutil.Cluster, *client.Client) {
 	t.Helper()
 	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(b *conf.BrokerConfig) {
 		b.TransactionTimeout = 300 * time.Millisecond
