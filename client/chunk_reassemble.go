@@ -96,6 +96,11 @@ type chunkMeta struct {
 	zlib           bool
 }
 
+// Chunked reports whether m was reassembled from chunks. Its QueueOffset is then its
+// first chunk's, and messages stored between its chunks may have been delivered before
+// it.
+func (m *MessageExt) Chunked() bool { return m.chunks != nil }
+
 // isChunk reports whether m is a chunk of a chunked message.
 func isChunk(m *MessageExt) bool {
 	_, ok := m.Properties[PropertyChunkID]

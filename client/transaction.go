@@ -55,6 +55,10 @@ var (
 	// ErrLocalTransactionPanicked means the local transaction panicked; the transaction
 	// was left unknown, to the check-back.
 	ErrLocalTransactionPanicked = errors.New("client: local transaction panicked")
+	// ErrTransactionEndedOtherwise means a commit reached a Ferry broker after the
+	// transaction had been rolled back or discarded there (a check-back was answered
+	// first, or it was checked too often): nothing of it is visible.
+	ErrTransactionEndedOtherwise = errors.New("client: the transaction was rolled back or discarded before the commit arrived")
 )
 
 // TransactionState is the outcome of a local transaction, as a local transaction or a
@@ -435,14 +439,25 @@ func (tp *TransactionProducer) end(ctx context.Context, q queue, res Transaction
 		}
 		return nil
 	}
-	if _, err := tp.c.invoke(ctx, q.addr, req); err != nil {
+	resp, err := tp.c.invoke(ctx, q.addr, req)
+	if err != nil {
 		var be *BrokerError
 		if errors.As(err, &be) && be.Code == protocol.FerryTransactionOffsetConflict {
 			return fmt.Errorf("%w: %w", ErrOffsetConflict, err)
 		}
 		return fmt.Errorf("%w: %w", ErrTransactionNotEnded, err)
 	}
+	if res.State == TransactionCommit && endedOtherwise(resp.Remark) {
+		return fmt.Errorf("%w: %s answered %q", ErrTransactionEndedOtherwise, q.addr, resp.Remark)
+	}
 	return nil
+}
+
+// endedOtherwise reports whether a Ferry broker's remark on a successful END_TRANSACTION
+// commit says that the transaction had been rolled back or discarded before (by a
+// check-back answer, or after too many checks); RocketMQ brokers do not say.
+func endedOtherwise(remark string) bool {
+	return remark == "AlreadyRolledBack" || remark == "AlreadyDiscarded"
 }
 
 // useBrokers adds addrs to the brokers the producer heartbeats, and sends a heartbeat

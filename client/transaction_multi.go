@@ -186,7 +186,7 @@ func (tp *TransactionProducer) SendTxMessages(ctx context.Context, tx TxMessages
 		errs = append(errs, fmt.Errorf("%w: %s", ErrLocalTransactionPanicked, remark))
 	}
 	if eerr := tp.end(ctx, q, res.TransactionResult, remark); eerr != nil {
-		if errors.Is(eerr, ErrOffsetConflict) {
+		if errors.Is(eerr, ErrOffsetConflict) || errors.Is(eerr, ErrTransactionEndedOtherwise) {
 			res.State = TransactionRollback
 		}
 		errs = append(errs, eerr)

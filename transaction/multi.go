@@ -216,7 +216,7 @@ func (s *Service) commitItems(rec *message.Record, items []Item, origin, phy int
 		}
 		defer func() {
 			if errors.Is(err, errCommitInterrupted) {
-				s.claim(group, updates)
+				s.claim(origin, group, updates)
 			}
 		}()
 	}
@@ -266,9 +266,19 @@ func (s *Service) putItems(msgs []message.Record, have map[int]bool) error {
 // the half message at in.phy, finds which items are stored and writes the missing ones.
 // committed reports whether all items are stored now (or, if the half message is gone,
 // whether any was).
+//
+// Its consumer offsets are claimed (offsets.go) before anything is written, so that a
+// conditional commit served meanwhile — also after a restart whose first repair
+// failed — counts them; while the half message cannot be read they are unknown and
+// conditional commits wait (ErrOffsetsUnsettled).
 func (s *Service) completeItems(in *commitIntent) (committed bool, err error) {
 	rec, view, err := s.opts.Store.ReadMessage(in.phy)
 	if err != nil && !isGone(err) {
+		s.offMu.Lock()
+		if _, known := s.claims[in.origin]; !known {
+			s.blindTo(in.origin)
+		}
+		s.offMu.Unlock()
 		return false, fmt.Errorf("transaction: read multi-message half at %d: %w", in.phy, err)
 	}
 	var items []Item
@@ -280,13 +290,24 @@ func (s *Service) completeItems(in *commitIntent) (committed bool, err error) {
 			items, _, err = Items(&rec)
 		}
 	}
+	if err == nil {
+		if group, updates, ok, oerr := Offsets(&rec); ok && oerr == nil {
+			s.offMu.Lock()
+			s.claim(in.origin, group, updates)
+			s.offMu.Unlock()
+		}
+	}
 	have, ferr := s.findItems(in)
 	if ferr != nil {
 		return false, ferr
 	}
 	if err != nil || len(items) == 0 {
 		s.log.Error().Err(err).Int64("txn", in.origin).Int("stored", len(have)).
-			Msg("half message of an interrupted multi-message commit is unreadable; cannot complete it")
+			Msg("half message of an interrupted multi-message commit is unreadable; cannot complete it " +
+				"(nor apply the consumer offsets it carries)")
+		s.offMu.Lock()
+		s.settle(in.origin)
+		s.offMu.Unlock()
 		return len(have) > 0, nil
 	}
 	if len(have) < len(items) {
@@ -305,9 +326,7 @@ func (s *Service) completeItems(in *commitIntent) (committed bool, err error) {
 	if err := s.commitOffsets(&rec, true); err != nil {
 		return false, err
 	}
-	if group, updates, ok, err := Offsets(&rec); ok && err == nil {
-		s.release(group, updates)
-	}
+	s.settle(in.origin)
 	return true, nil
 }
 

@@ -533,6 +533,35 @@ func TestConditionalOffsets(t *testing.T) {
 	requireItemsOnce(e, multiItems, "A", "C", "D", "E")
 }
 
+// TestConditionalOffsetsAfterRestart: an interrupted commit whose repair fails at the
+// restart still claims its offsets, so a competing commit from the same offset
+// conflicts; the repair applies them later.
+func TestConditionalOffsetsAfterRestart(t *testing.T) {
+	offsets := newTestOffsets()
+	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
+	cond := func(uniq, updates, from string) PrepareResult {
+		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
+			PropertyOffsetsFrom, from)
+	}
+	a := cond("A", "0,10,In", "0,-1,In")
+	require.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
+	d := cond("D", "0,20,In", "0,10,In")
+	l := cond("L", "0,20,In", "0,10,In")
+	offsets.setAlive(func() bool { return false }) // the offset file cannot be written
+	_, err := e.svc.End(EndRequest{ProducerGroup: testGroup, TranStateTableOffset: d.Append.QueueOffset,
+		CommitLogOffset: d.Append.PhysicalOffset, CommitOrRollback: message.TransactionCommitType})
+	require.ErrorIs(t, err, errCommitInterrupted)
+	e.restart() // the repair of D fails at Start: the offsets still cannot be written
+	offsets.setAlive(nil)
+	assert.Equal(t, EndOffsetConflict, e.end(l, "L", message.TransactionCommitType),
+		"D's claim survives the restart")
+	for i := 0; i < 5 && offsets.snapshot()[testOffsetKey{"CG", "In", 0}] != 20; i++ {
+		e.round()
+	}
+	assert.Equal(t, int64(20), offsets.snapshot()[testOffsetKey{"CG", "In", 0}])
+	requireItemsOnce(e, multiItems, "A", "D")
+}
+
 func TestOffsetsRefused(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Offsets = newTestOffsets() })
 	for name, extra := range map[string][]string{

@@ -32,8 +32,11 @@ import (
 // moved the group past — or away from — the input it consumed. This is what makes a
 // consume-transform-produce loop exactly once even when an instance is restarted while
 // its predecessor's transaction is still being ended: of two transactions that read the
-// same input from the same offset, at most one commits. After a restart, replayed intents
-// are verified (and their offsets applied) before any END_TRANSACTION is served.
+// same input from the same offset, at most one commits. After a restart, the repair of
+// each replayed intent runs before any END_TRANSACTION is served and claims the intent's
+// offsets first, so they count even if the repair fails and is retried later; while an
+// intent's half message cannot be read its offsets are unknown, and conditional commits
+// fail with ErrOffsetsUnsettled (the transaction stays pending) until it can be.
 // A commit stores the intent and the items, then calls Options.Offsets (the broker sets
 // the offsets and writes its offset file durably), then the op entry: an ended commit
 // always has its offsets durable. A kill or failure before the op entry leaves the commit
@@ -194,21 +197,30 @@ func AppendOffsetsFrom(dst []byte, updates []OffsetUpdate) []byte {
 	return dst
 }
 
-// offsetKey names one consumer offset.
-type offsetKey struct {
-	group, topic string
-	queueID      int32
+// offsetClaim is what an interrupted commit (decided, offsets not yet applied) will set.
+type offsetClaim struct {
+	group   string
+	updates []OffsetUpdate
 }
 
+// ErrOffsetsUnsettled means a conditional commit cannot be checked now: an interrupted
+// commit's half message could not be read, so the offsets it will set are unknown. The
+// END_TRANSACTION fails (the transaction stays pending) and may be retried.
+var ErrOffsetsUnsettled = errors.New("transaction: an interrupted commit's offsets are not known yet")
+
 // checkFrom returns an error wrapping ErrOffsetConflict when a conditional update of
-// updates does not find its From: the queue's claim (an interrupted commit's offset not
-// yet applied) or else its committed offset. The caller holds offMu.
+// updates does not find its From: the highest offset an interrupted commit claims for the
+// queue or else its committed offset; ErrOffsetsUnsettled while an interrupted commit's
+// offsets are unknown. The caller holds offMu.
 func (s *Service) checkFrom(group string, updates []OffsetUpdate) error {
 	for _, u := range updates {
 		if !u.Conditional {
 			continue
 		}
-		cur, ok := s.claims[offsetKey{group, u.Topic, u.QueueID}]
+		if len(s.blind) > 0 {
+			return fmt.Errorf("%w (%d interrupted commits)", ErrOffsetsUnsettled, len(s.blind))
+		}
+		cur, ok := s.claimed(group, u.Topic, u.QueueID)
 		if !ok {
 			cur, ok = s.opts.Offsets.Offset(group, u.Topic, u.QueueID)
 		}
@@ -223,28 +235,45 @@ func (s *Service) checkFrom(group string, updates []OffsetUpdate) error {
 	return nil
 }
 
-// claim records the offsets of an interrupted commit (decided, not yet applied) so that
-// conditional commits see them. The caller holds offMu.
-func (s *Service) claim(group string, updates []OffsetUpdate) {
-	if s.claims == nil {
-		s.claims = map[offsetKey]int64{}
-	}
-	for _, u := range updates {
-		k := offsetKey{group, u.Topic, u.QueueID}
-		if cur, ok := s.claims[k]; !ok || u.Offset > cur {
-			s.claims[k] = u.Offset
+// claimed returns the highest offset the claims set for a queue. The caller holds offMu.
+func (s *Service) claimed(group, topic string, queueID int32) (offset int64, ok bool) {
+	for _, c := range s.claims {
+		if c.group != group {
+			continue
+		}
+		for _, u := range c.updates {
+			if u.QueueID == queueID && u.Topic == topic && (!ok || u.Offset > offset) {
+				offset, ok = u.Offset, true
+			}
 		}
 	}
+	return offset, ok
 }
 
-// release drops the claims that updates (now applied) made. The caller holds offMu.
-func (s *Service) release(group string, updates []OffsetUpdate) {
-	for _, u := range updates {
-		k := offsetKey{group, u.Topic, u.QueueID}
-		if cur, ok := s.claims[k]; ok && cur <= u.Offset {
-			delete(s.claims, k)
-		}
+// claim records the offsets of the interrupted commit of transaction origin, so that
+// conditional commits see them until they are applied. The caller holds offMu.
+func (s *Service) claim(origin int64, group string, updates []OffsetUpdate) {
+	if s.claims == nil {
+		s.claims = map[int64]offsetClaim{}
 	}
+	s.claims[origin] = offsetClaim{group: group, updates: updates}
+	delete(s.blind, origin)
+}
+
+// settle drops what is kept of the interrupted commit of transaction origin: its offsets
+// are applied (or can never be). The caller holds offMu.
+func (s *Service) settle(origin int64) {
+	delete(s.claims, origin)
+	delete(s.blind, origin)
+}
+
+// blindTo marks the interrupted commit of transaction origin as one whose offsets are
+// unknown (its half message is unreadable for now). The caller holds offMu.
+func (s *Service) blindTo(origin int64) {
+	if s.blind == nil {
+		s.blind = map[int64]bool{}
+	}
+	s.blind[origin] = true
 }
 
 // commitOffsets applies the offset updates of the half record rec, if any.

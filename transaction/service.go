@@ -34,7 +34,8 @@ type Service struct {
 	}
 
 	offMu  sync.Mutex
-	claims map[offsetKey]int64 // offsets of interrupted commits not yet applied (offsets.go)
+	claims map[int64]offsetClaim // by origin: offsets of interrupted commits not yet applied (offsets.go)
+	blind  map[int64]bool        // interrupted commits whose offsets cannot be read yet
 
 	// Owned by the scan goroutine (and by Start / Shutdown before and after it runs).
 	latest  cursors // what the machine last asked to persist

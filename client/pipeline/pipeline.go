@@ -2,7 +2,9 @@
 // it consumes a topic, hands each message to a Transform, and sends the outputs together
 // with the input's consumer offset in one transaction (client.SendTxMessages), so that
 // each input's outputs appear exactly once, whatever kills the process or cuts its
-// connections, and however many instances of the pipeline run in the group.
+// connections, and however many instances of the pipeline run in the group — as long as
+// the broker group is not failed over to a slave, and, for a host crash, the broker
+// flushes synchronously (see docs/delivery.md).
 //
 // How it holds:
 //
@@ -15,11 +17,13 @@
 //     continues from the committed offset.
 //   - The transaction producer's check-back always answers rollback: a transaction whose
 //     end did not arrive is redone from its inputs by whichever instance owns the queue.
-//   - After any failure to commit, the queue is read again from the broker's committed
-//     offset, so nothing is skipped.
+//   - After any failure to commit, nothing more of the queue is processed until it is
+//     read again from the broker's committed offset, so nothing is skipped.
 //
 // Limits: outputs must go to topics hosted by the input queue's broker group (one
-// transaction is committed by one group; client.ErrNoCommonBroker otherwise); one
+// transaction is committed by one group; client.ErrNoCommonBroker otherwise, retried
+// like any failed transaction, and logged); chunked input messages stop Run
+// (ErrChunkedInput); one
 // transaction carries at most client.MaxTransactionMessages outputs, so a single input
 // may produce at most that many; the Transform must be deterministic for "exactly once"
 // to mean "equal to a fault-free run" (it may run more than once per input — only one
@@ -83,6 +87,11 @@ var ErrInvalidOptions = errors.New("pipeline: invalid options")
 // ErrTransform wraps the error of a Transform, which stops Run.
 var ErrTransform = errors.New("pipeline: transform failed")
 
+// ErrChunkedInput stops Run when an input is a chunked message (client.MessageExt.Chunked):
+// messages stored between its chunks may have been committed before it, so its place in
+// the queue is no longer a safe offset to commit.
+var ErrChunkedInput = errors.New("pipeline: chunked input messages are not supported")
+
 // Validate reports every invalid setting, joined; zero values of the optional fields are
 // valid (defaults are applied by New).
 func (o *Options) Validate() error {
@@ -141,10 +150,14 @@ type Stats struct {
 // Pipeline is one instance of a consume-transform-produce loop. Several instances (in
 // one or several processes) with the same Group share the input's queues.
 type Pipeline struct {
-	opts  Options
-	lc    *client.LitePullConsumer
-	tp    *client.TransactionProducer
-	pos   map[client.MessageQueue]int64 // the committed offset each owned queue is read from
+	opts Options
+	lc   *client.LitePullConsumer
+	tp   *client.TransactionProducer
+	pos  map[client.MessageQueue]int64 // the committed offset each owned queue is read from
+	// stale holds the queues whose consumer position may be past inputs not committed (a
+	// failed transaction), with where their uncommitted inputs began: nothing of such a
+	// queue is processed until a Seek to its committed offset succeeded.
+	stale map[client.MessageQueue]int64
 	stats struct {
 		inputs, outputs, txns, conflicts, failures atomic.Int64
 	}
@@ -175,7 +188,8 @@ func New(cl *client.Client, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: producer: %w", err)
 	}
-	return &Pipeline{opts: opts, lc: lc, tp: tp, pos: map[client.MessageQueue]int64{}}, nil
+	return &Pipeline{opts: opts, lc: lc, tp: tp, pos: map[client.MessageQueue]int64{},
+		stale: map[client.MessageQueue]int64{}}, nil
 }
 
 // Stats returns the counters.
@@ -228,6 +242,10 @@ func (p *Pipeline) process(ctx context.Context, msgs []*client.MessageExt) error
 // of at most MaxTransactionMessages outputs. On a conflict or failure the queue is read
 // again from its committed offset and the rest of msgs is dropped.
 func (p *Pipeline) processQueue(ctx context.Context, q client.MessageQueue, msgs []*client.MessageExt) error {
+	if start, stale := p.stale[q]; stale {
+		p.reseek(ctx, q, start) // msgs were read from where the consumer was: drop them
+		return nil
+	}
 	from, ok := p.pos[q]
 	if !ok {
 		c, err := p.lc.Committed(ctx, q)
@@ -253,6 +271,9 @@ func (p *Pipeline) processQueue(ctx context.Context, q client.MessageQueue, msgs
 		return ok
 	}
 	for _, m := range msgs {
+		if m.Chunked() {
+			return fmt.Errorf("%w: %s at %s:%d", ErrChunkedInput, m.MsgID, q, m.QueueOffset)
+		}
 		if from != client.NoOffset && m.QueueOffset < from {
 			continue // read before the offset moved past it
 		}
@@ -305,29 +326,36 @@ func (p *Pipeline) commit(ctx context.Context, q client.MessageQueue, outs []*me
 	return false
 }
 
-// retry forgets q's position, waits RetryBackoff and seeks q to its committed offset, or
-// to start (where the inputs not committed begin) when the group has none; failing that,
-// the next processQueue asks again.
+// retry forgets q's position, marks it stale, waits RetryBackoff and seeks q to its
+// committed offset, or to start (where the inputs not committed begin) when the group
+// has none. Until a seek succeeds, q's messages are dropped unprocessed (processQueue).
 func (p *Pipeline) retry(ctx context.Context, q client.MessageQueue, start int64) {
 	delete(p.pos, q)
+	p.stale[q] = start
 	t := time.NewTimer(p.opts.RetryBackoff)
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	}
 	t.Stop()
+	p.reseek(ctx, q, start)
+}
+
+// reseek seeks the stale queue q to its committed offset (start when there is none) and,
+// on success, makes it fresh again.
+func (p *Pipeline) reseek(ctx context.Context, q client.MessageQueue, start int64) {
 	c, err := p.lc.Committed(ctx, q)
+	if err == nil {
+		at := c
+		if c == client.NoOffset {
+			at = start
+		}
+		err = p.lc.Seek(q, at)
+	}
 	if err != nil {
+		p.opts.Logger.Debug().Err(err).Str("queue", q.String()).Msg("seek after a failed transaction; trying again")
 		return
 	}
-	at := c
-	if c == client.NoOffset {
-		at = start
-	}
-	err = p.lc.Seek(q, at)
-	if err != nil {
-		p.opts.Logger.Debug().Err(err).Str("queue", q.String()).Msg("seek after a failed transaction")
-		return
-	}
+	delete(p.stale, q)
 	p.pos[q] = c
 }

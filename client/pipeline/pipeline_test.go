@@ -358,3 +358,87 @@ func TestTransformErrorStopsRun(t *testing.T) {
 	}
 	require.Equal(t, p.Stats().Outputs, int64(len(got)), "what is visible is what the pipeline committed")
 }
+
+// singleQueueTopics creates topics of one queue each.
+func singleQueueTopics(t *testing.T, cl *client.Client, topics ...string) {
+	t.Helper()
+	for _, topic := range topics {
+		require.NoError(t, cl.Admin().CreateTopic(context.Background(),
+			client.TopicConfig{Name: topic, ReadQueues: 1, WriteQueues: 1}, client.Target{}))
+	}
+}
+
+// echo sends each input's body to out, naming the input.
+func echo(out string) Transform {
+	return func(_ context.Context, in *client.MessageExt) ([]*message.Message, error) {
+		m := message.NewMessage(out, in.Body)
+		m.SetProperty("src", string(in.Body))
+		m.SetProperty("idx", "0")
+		return []*message.Message{m}, nil
+	}
+}
+
+// TestBrokerOutageLosesNothing: the broker is gone for several request timeouts while
+// the pipeline has inputs buffered and transactions in flight; once it is back, every
+// input's output is there exactly once (the queue is read again from the committed
+// offset before anything more of it is processed).
+func TestBrokerOutageLosesNothing(t *testing.T) {
+	const n = 2000
+	c, cl := startCluster(t)
+	singleQueueTopics(t, cl, "OutageIn", "OutageOut")
+	ctx := context.Background()
+	pr, err := cl.NewProducer("outage-in")
+	require.NoError(t, err)
+	for i := range n {
+		_, err := pr.Send(ctx, message.NewMessage("OutageIn", fmt.Appendf(nil, "s%d", i)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, pr.Close())
+	pcl, err := client.New(client.WithNameServers(c.NamesrvAddr), client.WithRequestTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, pcl.Close()) })
+	p, err := New(pcl, Options{Group: "outage", Input: "OutageIn", MaxInputs: 4, Transform: echo("OutageOut"),
+		PollTimeout: 100 * time.Millisecond, RetryBackoff: 20 * time.Millisecond})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	testutil.Eventually(t, 60*time.Second, func() bool { return p.Stats().Inputs >= 100 }, "some inputs committed")
+	c.StopBroker(t)
+	time.Sleep(2 * time.Second) // the outage: several request timeouts of the pipeline's client
+	c.RestartBroker(t)
+	testutil.Eventually(t, 120*time.Second, func() bool {
+		qs, err := cl.Admin().ConsumerOffsets(ctx, "outage", "OutageIn")
+		return err == nil && len(qs) == 1 && qs[0].ConsumerOffset == n
+	}, "every input committed after the outage")
+	cancel()
+	require.NoError(t, <-done)
+	require.Positive(t, p.Stats().Failures, "the outage failed transactions")
+	got := readAll(t, cl, "OutageOut")
+	require.Len(t, got, n, "nothing missing")
+	for i := range n {
+		o := output{fmt.Sprintf("s%d", i), "0", fmt.Sprintf("s%d", i)}
+		require.Equal(t, 1, got[o], "%v once", o)
+	}
+}
+
+// TestChunkedInputStopsRun: a chunked input stops Run with ErrChunkedInput rather than
+// being committed out of place.
+func TestChunkedInputStopsRun(t *testing.T) {
+	_, cl := startCluster(t)
+	singleQueueTopics(t, cl, "ChunkIn", "ChunkOut")
+	ctx := context.Background()
+	big, err := cl.NewProducer("chunk-in", client.WithMaxBodySize(64), client.WithCompressOver(1<<30))
+	require.NoError(t, err)
+	_, err = big.Send(ctx, message.NewMessage("ChunkIn", []byte("small")))
+	require.NoError(t, err)
+	_, err = big.Send(ctx, message.NewMessage("ChunkIn", []byte(strings.Repeat("chunked ", 100))))
+	require.NoError(t, err)
+	require.NoError(t, big.Close())
+	p, err := New(cl, Options{Group: "chunked", Input: "ChunkIn", Transform: echo("ChunkOut"),
+		PollTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	require.ErrorIs(t, p.Run(runCtx), ErrChunkedInput)
+}
