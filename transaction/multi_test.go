@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -560,6 +561,41 @@ func TestConditionalOffsetsAfterRestart(t *testing.T) {
 	}
 	assert.Equal(t, int64(20), offsets.snapshot()[testOffsetKey{"CG", "In", 0}])
 	requireItemsOnce(e, multiItems, "A", "D")
+}
+
+// TestReplayReappliesOffsets: a slave promoted to master has the commit intents (they
+// came with the replicated log) but only the offsets it last copied; the replay at Start
+// applies the intents' offsets again, forward only, so a pipeline does not redo inputs
+// whose outputs the new master holds.
+func TestReplayReappliesOffsets(t *testing.T) {
+	offsets := newTestOffsets()
+	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
+	cond := func(uniq, updates, from string) PrepareResult {
+		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
+			PropertyOffsetsFrom, from)
+	}
+	a := cond("A", "0,10,In;1,5,In", "0,-1,In")
+	require.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
+	b := cond("B", "0,20,In", "0,10,In")
+	require.Equal(t, EndCommitted, e.end(b, "B", message.TransactionCommitType))
+	e.round()
+
+	// The promotion: the offsets copied before B, other offsets moved further already,
+	// and no transaction cursor file (a slave does not write one).
+	copied := newTestOffsets()
+	copied.m[testOffsetKey{"CG", "In", 0}] = 10
+	copied.m[testOffsetKey{"CG", "In", 1}] = 7
+	ctx := context.Background()
+	require.NoError(t, e.svc.Shutdown(ctx))
+	require.NoError(t, e.st.Shutdown(ctx))
+	require.NoError(t, e.fs.Remove(filepath.Join(e.svc.opts.Dir, cursorFileName)))
+	e.st = openTestStore(t, e.fs, e.clock)
+	t.Cleanup(func() { _ = e.st.Shutdown(context.Background()) })
+	e.svc = testService(t, e.st, e.fs, e.clock, e.checker, func(o *Options) { o.Offsets = copied })
+	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 20, {"CG", "In", 1}: 7}, copied.snapshot(),
+		"B's offset applied again; nothing moved back")
+	l := cond("L", "0,20,In", "0,10,In")
+	assert.Equal(t, EndOffsetConflict, e.end(l, "L", message.TransactionCommitType))
 }
 
 func TestOffsetsRefused(t *testing.T) {

@@ -276,6 +276,65 @@ func (s *Service) blindTo(origin int64) {
 	s.blind[origin] = true
 }
 
+// reapplyOffsets applies again, forward only, the consumer offsets of every multi-message
+// commit whose intent the replay at Start read — one write per group. An intent means the
+// commit was decided, so its offsets belong in the offset store; after a restart they are
+// there already (and nothing moves), but a slave promoted to master has only the offsets
+// it last copied from its master, while the intents (and, through the repair, the
+// committed messages) came with the replicated log. Without this, a pipeline would
+// transform again, after a failover, inputs whose outputs the new master holds. A half
+// message that is gone or unreadable is skipped with a log line.
+func (s *Service) reapplyOffsets() {
+	phys := s.replayed
+	s.replayed = nil
+	if len(phys) == 0 || s.opts.Offsets == nil {
+		return
+	}
+	byGroup := map[string]map[offsetKey]int64{}
+	for _, phy := range phys {
+		rec, view, err := s.opts.Store.ReadMessage(phy)
+		if err != nil {
+			if !isGone(err) {
+				s.log.Warn().Err(err).Int64("half", phy).Msg("cannot read a replayed commit's half message; its offsets are not re-applied")
+			}
+			continue
+		}
+		group, updates, ok, err := Offsets(&rec)
+		view.Release()
+		if !ok || err != nil {
+			continue
+		}
+		g := byGroup[group]
+		if g == nil {
+			g = map[offsetKey]int64{}
+			byGroup[group] = g
+		}
+		for _, u := range updates {
+			k := offsetKey{group, u.Topic, u.QueueID}
+			if cur, seen := g[k]; !seen || u.Offset > cur {
+				g[k] = u.Offset
+			}
+		}
+	}
+	s.offMu.Lock()
+	defer s.offMu.Unlock()
+	for group, g := range byGroup {
+		updates := make([]OffsetUpdate, 0, len(g))
+		for k, off := range g {
+			updates = append(updates, OffsetUpdate{Topic: k.topic, QueueID: k.queueID, Offset: off})
+		}
+		if err := s.opts.Offsets.CommitOffsets(group, updates, true); err != nil {
+			s.log.Error().Err(err).Str("group", group).Msg("re-applying the offsets of replayed commits failed")
+		}
+	}
+}
+
+// offsetKey names one consumer offset.
+type offsetKey struct {
+	group, topic string
+	queueID      int32
+}
+
 // commitOffsets applies the offset updates of the half record rec, if any.
 func (s *Service) commitOffsets(rec *message.Record, forwardOnly bool) error {
 	group, updates, ok, err := Offsets(rec)

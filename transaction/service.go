@@ -33,6 +33,10 @@ type Service struct {
 		closed  bool
 	}
 
+	// replayed lists the half-message offsets of the multi-message commit intents read by
+	// the replay at Start (reapplyOffsets); nil afterwards.
+	replayed []int64
+
 	offMu  sync.Mutex
 	claims map[int64]offsetClaim // by origin: offsets of interrupted commits not yet applied (offsets.go)
 	blind  map[int64]bool        // interrupted commits whose offsets cannot be read yet
@@ -87,6 +91,7 @@ func (s *Service) Start() error {
 	}
 	// Verify before END_TRANSACTION and checks are let in (running is still false).
 	s.execute(acts)
+	s.reapplyOffsets()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
@@ -273,6 +278,9 @@ func (s *Service) ingestLocked(topic string, offset int64, b []byte) {
 			if d, derr := decodeOpEntry(rec.Body, rec.Properties); derr == nil {
 				e = &d
 			}
+		}
+		if e != nil && e.intent != nil && e.intent.items > 0 && m.replaying {
+			s.replayed = append(s.replayed, e.intent.phy)
 		}
 		m.opRead(offset, e)
 		return
