@@ -447,8 +447,13 @@ func (tp *TransactionProducer) end(ctx context.Context, q queue, res Transaction
 		}
 		return fmt.Errorf("%w: %w", ErrTransactionNotEnded, err)
 	}
-	if res.State == TransactionCommit && endedOtherwise(resp.Remark) {
-		return fmt.Errorf("%w: %s answered %q", ErrTransactionEndedOtherwise, q.addr, resp.Remark)
+	if res.State == TransactionCommit {
+		switch {
+		case endedOtherwise(resp.Remark):
+			return fmt.Errorf("%w: %s answered %q", ErrTransactionEndedOtherwise, q.addr, resp.Remark)
+		case resp.Remark == "InProgress": // another END (a check-back answer) is being written
+			return fmt.Errorf("%w: %s answered %q", ErrTransactionNotEnded, q.addr, resp.Remark)
+		}
 	}
 	return nil
 }

@@ -15,8 +15,9 @@
 //     whose END_TRANSACTION arrives late and its successor's — at most one commits; the
 //     other is rolled back by the broker (client.ErrOffsetConflict) and the pipeline
 //     continues from the committed offset.
-//   - The transaction producer's check-back always answers rollback: a transaction whose
-//     end did not arrive is redone from its inputs by whichever instance owns the queue.
+//   - The transaction producer's check-back answers "unknown" for a transaction this
+//     instance is still ending and rollback for any other: a transaction whose end did
+//     not arrive is redone from its inputs by whichever instance owns the queue.
 //   - After any failure to commit, nothing more of the queue is processed until it is
 //     read again from the broker's committed offset, so nothing is skipped.
 //
@@ -37,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -158,7 +160,11 @@ type Pipeline struct {
 	// failed transaction), with where their uncommitted inputs began: nothing of such a
 	// queue is processed until a Seek to its committed offset succeeded.
 	stale map[client.MessageQueue]int64
-	stats struct {
+	// ending holds the ids of the transactions this instance has sent and not yet ended:
+	// a check-back about one of them is answered "unknown" (its END_TRANSACTION is on its
+	// way), any other is rolled back.
+	ending sync.Map
+	stats  struct {
 		inputs, outputs, txns, conflicts, failures atomic.Int64
 	}
 	running atomic.Bool
@@ -180,16 +186,19 @@ func New(cl *client.Client, opts Options) (*Pipeline, error) {
 	if err := lc.Subscribe(opts.Input, "*"); err != nil {
 		return nil, fmt.Errorf("pipeline: subscribe: %w", err)
 	}
-	// A transaction whose end never arrived is redone from its inputs: roll it back.
-	rollback := client.TransactionCheckerFunc(func(context.Context, *client.MessageExt) client.TransactionState {
+	p := &Pipeline{opts: opts, lc: lc, pos: map[client.MessageQueue]int64{}, stale: map[client.MessageQueue]int64{}}
+	// A transaction whose end never arrived is redone from its inputs: roll it back,
+	// unless this instance is still ending it.
+	check := client.TransactionCheckerFunc(func(_ context.Context, m *client.MessageExt) client.TransactionState {
+		if _, ending := p.ending.Load(m.MsgID); ending {
+			return client.TransactionUnknown
+		}
 		return client.TransactionRollback
 	})
-	tp, err := cl.NewTransactionProducer(opts.ProducerGroup, rollback, opts.ProducerOptions...)
-	if err != nil {
+	if p.tp, err = cl.NewTransactionProducer(opts.ProducerGroup, check, opts.ProducerOptions...); err != nil {
 		return nil, fmt.Errorf("pipeline: producer: %w", err)
 	}
-	return &Pipeline{opts: opts, lc: lc, tp: tp, pos: map[client.MessageQueue]int64{},
-		stale: map[client.MessageQueue]int64{}}, nil
+	return p, nil
 }
 
 // Stats returns the counters.
@@ -302,10 +311,16 @@ func (p *Pipeline) commit(ctx context.Context, q client.MessageQueue, outs []*me
 	pending int, start int64) bool {
 	tx := client.TxMessages{Msgs: outs, Group: p.opts.Group, Offsets: []client.TxOffset{
 		{Queue: q, Offset: next, Conditional: true, From: from}}}
-	commit := func(context.Context, []*message.Message, client.MessagesTransactionResult) client.TransactionState {
+	var id string
+	commit := func(_ context.Context, _ []*message.Message, res client.MessagesTransactionResult) client.TransactionState {
+		id = res.MsgID
+		p.ending.Store(id, true)
 		return client.TransactionCommit
 	}
 	_, err := p.tp.SendTxMessages(ctx, tx, commit)
+	if id != "" {
+		p.ending.Delete(id)
+	}
 	switch {
 	case err == nil:
 		p.pos[q] = next
