@@ -9,12 +9,13 @@ import (
 // maxDeletesPerRound bounds the segments one cleanup round removes (RocketMQ: 10).
 const maxDeletesPerRound = 10
 
-// cleanLoop deletes expired data and runs the per-topic retention pass every
-// CleanInterval.
+// cleanLoop deletes expired data and runs the per-topic retention pass and a
+// compaction round every CleanInterval.
 func (s *Store) cleanLoop() {
 	s.every(s.opts.CleanInterval, func() {
 		s.cleanOnce()
 		s.retainOnce()
+		s.compactOnce()
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"github.com/ferrymq/ferry/commitlog"
@@ -182,6 +183,13 @@ func (s *Store) PullMessages(topic string, queueID int32, offset int64, maxMsgs,
 // collect fills r from q starting at offset.
 func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMsgs, maxBytes int, filter Filter) error {
 	next := offset
+	// Offsets a compaction round marked (superseded, expired tombstones) are skipped
+	// like units a filter refuses; mi walks the sorted marks along with next.
+	marked := s.comp.markedOf(q.Topic(), q.QueueID())
+	mi := 0
+	if len(marked) > 0 {
+		mi = sort.Search(len(marked), func(i int) bool { return marked[i] >= offset })
+	}
 	var view *commitlog.View // the segment view messages are cut from
 	minPhy := s.cl.MinOffset()
 	lastPhy := int64(-1) // physical offset of the last unit scanned
@@ -208,6 +216,14 @@ scan:
 			}
 			if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
 				continue
+			}
+			if mi < len(marked) {
+				for mi < len(marked) && marked[mi] < next-1 {
+					mi++
+				}
+				if mi < len(marked) && marked[mi] == next-1 {
+					continue
+				}
 			}
 			if u.Offset < minPhy || u.Hole() {
 				continue // its segment was deleted, or it was lost to damage
@@ -466,6 +482,9 @@ func (s *Store) DeleteTopic(topic string) error {
 	s.addTombstone(topic, s.cl.MaxOffset())
 	s.cl.RemoveTopic(topic)
 	if err := s.cqs.DeleteTopic(topic); err != nil {
+		return fmt.Errorf("store: delete topic %s: %w", topic, err)
+	}
+	if err := s.resetCompaction(topic); err != nil {
 		return fmt.Errorf("store: delete topic %s: %w", topic, err)
 	}
 	// Forget the topic's queues at once: a start that found them listed but gone would
