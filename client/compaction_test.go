@@ -1,0 +1,226 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferrymq/ferry/message"
+	"github.com/ferrymq/ferry/store"
+	"github.com/ferrymq/ferry/testutil"
+)
+
+// compactionEnv is a cluster whose store runs on a settable clock and runs its cleaner
+// (and so a compaction round) every few milliseconds.
+type compactionEnv struct {
+	*adminEnv
+	clockMs *atomic.Int64
+	pc      *PullConsumer
+}
+
+func newCompactionEnv(t *testing.T) *compactionEnv {
+	clockMs := &atomic.Int64{}
+	clockMs.Store(time.Now().UnixMilli())
+	c := testutil.StartCluster(t, testutil.WithStoreOptions(func(o *store.Options) {
+		o.Clock = func() time.Time { return time.UnixMilli(clockMs.Load()) }
+		o.CleanInterval = 5 * time.Millisecond
+		o.CompactionReadsPerRound = 64 // many rounds, each a slice of the work
+	}))
+	e := &compactionEnv{adminEnv: newAdminEnvOn(t, c, "compaction"), clockMs: clockMs}
+	pc, err := e.cl.NewPullConsumer("compaction-reader")
+	require.NoError(t, err)
+	e.pc = pc
+	return e
+}
+
+// sent is what a producer learned of one acknowledged message.
+type sent struct {
+	key   string
+	body  string
+	queue int32
+	off   int64
+}
+
+// readAll pulls every queue of topic from offset 0 as a fresh reader, at least up to
+// the offsets of msgs (a send is acknowledged before its message is dispatched to the
+// queue, so the reader waits for them) and then to the queue's end, and returns what it
+// got, per queue in offset order.
+func (e *compactionEnv) readAll(topic string, msgs []sent) map[int32][]sent {
+	until := map[int32]int64{}
+	for _, m := range msgs {
+		until[m.queue] = max(until[m.queue], m.off+1)
+	}
+	qs, err := e.pc.FetchQueues(adminCtx(e.t), topic)
+	require.NoError(e.t, err)
+	out := map[int32][]sent{}
+	for _, mq := range qs {
+		out[mq.QueueID] = nil
+		for off := int64(0); ; {
+			wait := time.Duration(0)
+			if off < until[mq.QueueID] {
+				wait = time.Second // an acknowledged message is on its way to the queue
+			}
+			r, err := e.pc.PullWait(adminCtx(e.t), mq, off, 32, "*", wait)
+			require.NoError(e.t, err)
+			if r.Status == PullNoNewMessage {
+				if off >= until[mq.QueueID] {
+					break
+				}
+				continue
+			}
+			require.Contains(e.t, []PullStatus{PullFound, PullNoMatchedMessage}, r.Status, "offset %d", off)
+			for _, m := range r.Messages {
+				var key string
+				if ks := m.Keys(); len(ks) > 0 {
+					key = ks[0]
+				}
+				out[mq.QueueID] = append(out[mq.QueueID], sent{key: key, body: string(m.Body), queue: mq.QueueID, off: m.QueueOffset})
+			}
+			require.Greater(e.t, r.NextOffset, off)
+			off = r.NextOffset
+		}
+	}
+	return out
+}
+
+// latestPerKey returns each key's latest acknowledged message (the highest offset of
+// its queue) among msgs.
+func latestPerKey(msgs []sent) map[string]sent {
+	latest := map[string]sent{}
+	for _, m := range msgs {
+		if l, ok := latest[m.key]; !ok || m.off > l.off {
+			latest[m.key] = m
+		}
+	}
+	return latest
+}
+
+func TestCompactedTopicWithConcurrentProducers(t *testing.T) {
+	const (
+		topic     = "Compacted"
+		producers = 4
+		keys      = 24
+		perProd   = 120
+	)
+	e := newCompactionEnv(t)
+	require.NoError(t, e.a.CreateTopic(adminCtx(t), TopicConfig{Name: topic, ReadQueues: 2, WriteQueues: 2,
+		Attributes: map[string]string{"cleanupPolicy": "compact", "deleteRetention": "1h"}}, Target{}))
+
+	var mu sync.Mutex
+	var acked []sent
+	record := func(key, body string, r SendResult) {
+		mu.Lock()
+		acked = append(acked, sent{key: key, body: body, queue: r.QueueID, off: r.QueueOffset})
+		mu.Unlock()
+	}
+	snapshot := func() []sent {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]sent(nil), acked...)
+	}
+	var wg sync.WaitGroup
+	for p := range producers {
+		pr, err := e.cl.NewProducer(fmt.Sprintf("compaction-pg-%d", p), WithSelector(HashSelector))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, pr.Close()) })
+		wg.Go(func() {
+			for i := range perProd {
+				key := fmt.Sprintf("key-%02d", (i*7+p)%keys)
+				body := fmt.Sprintf("p%d-%03d", p, i)
+				m := message.NewMessage(topic, []byte(body))
+				m.SetKeys(key)
+				r, err := pr.Send(context.Background(), m)
+				if !assertNoError(t, err) {
+					return
+				}
+				record(key, body, r)
+			}
+		})
+	}
+
+	// Readers from offset 0 while the producers write and the rounds run: every key's
+	// latest message acknowledged before the read started is read, or a later one of
+	// the key is.
+	for range 3 {
+		acked := snapshot()
+		before := latestPerKey(acked)
+		got := e.readAll(topic, acked)
+		seen := map[string]int64{}
+		for _, msgs := range got {
+			for _, m := range msgs {
+				seen[m.key] = max(seen[m.key], m.off+1)
+			}
+		}
+		for key, l := range before {
+			require.Greater(t, seen[key], l.off, "key %s: its latest (queue %d offset %d) was not read, nor a later one", key, l.queue, l.off)
+		}
+	}
+	wg.Wait()
+	all := snapshot()
+	require.Len(t, all, producers*perProd)
+
+	// Delete one key with a tombstone, on the queue its messages went to.
+	tp, err := e.cl.NewProducer("compaction-tomb-pg", WithSelector(HashSelector))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tp.Close()) })
+	_, err = tp.Send(adminCtx(t), &message.Message{Topic: topic})
+	require.ErrorIs(t, err, ErrIllegalMessage, "Send still refuses an empty body")
+	tr, err := tp.SendTombstone(adminCtx(t), NewTombstone(topic, "key-05"))
+	require.NoError(t, err)
+	all = append(all, sent{key: "key-05", queue: tr.QueueID, off: tr.QueueOffset})
+
+	// Once the rounds have caught up, a fresh reader gets exactly the latest message of
+	// every key (the tombstone included, during its delay), at its original offset.
+	latest := latestPerKey(all)
+	want := map[int32]map[sent]bool{0: {}, 1: {}}
+	for _, l := range latest {
+		want[l.queue][l] = true
+	}
+	marked := func() int64 {
+		info, err := e.a.BrokerRuntimeInfo(adminCtx(t), e.broker)
+		require.NoError(t, err)
+		n, err := strconv.ParseInt(info["ferryCompactionMarked"], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { return marked() == int64(len(all)-keys) },
+		"every superseded message is marked")
+	check := func(what string) {
+		got := e.readAll(topic, all)
+		for q, msgs := range got {
+			have := map[sent]bool{}
+			for _, m := range msgs {
+				have[m] = true
+			}
+			require.Equal(t, want[q], have, "%s: queue %d", what, q)
+		}
+	}
+	check("after compaction")
+
+	// After the tombstone's delay it goes too, and the key with it.
+	e.clockMs.Add(time.Hour.Milliseconds())
+	testutil.Eventually(t, 20*time.Second, func() bool { return marked() == int64(len(all)-keys+1) },
+		"the tombstone is marked after its delay")
+	delete(want[latest["key-05"].queue], latest["key-05"])
+	check("after the tombstone's delay")
+
+	// A restart keeps all of it.
+	e.c.RestartBroker(t)
+	check("after a restart")
+}
+
+// assertNoError reports err without stopping a goroutine's test the wrong way.
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Errorf("send: %v", err)
+		return false
+	}
+	return true
+}
