@@ -108,6 +108,10 @@ type CompactionStats struct {
 	// BadFiles counts compaction files Open could not decode and ignored, and failed
 	// writes of it.
 	BadFiles int64
+	// Copied counts the live records copied forward before their commit-log segment
+	// was deleted since Open, CopiedBytes their bytes; Relocated is the size of the
+	// relocation table (records served from a copy, or about to be).
+	Copied, CopiedBytes, Relocated int64
 }
 
 // latestOf is what a compaction scan knows of one key.
@@ -133,7 +137,11 @@ type compaction struct {
 	marks atomic.Pointer[map[queueKey][]int64]
 	buf   []consumequeue.Unit
 
+	relocMu sync.RWMutex // guards reloc.m: the cleaner writes, reads look up
+	reloc   relocation   // copy-forward table (compaction_copy.go)
+
 	rounds, reads, marked, tombstones, skipped, nqueues, badFiles atomic.Int64
+	copies, copied, copiedBytes                                   atomic.Int64
 }
 
 // markedOf returns the published marks of a queue (nil: none).
@@ -160,7 +168,8 @@ func (s *Store) CompactionStats() CompactionStats {
 	c := &s.comp
 	return CompactionStats{Rounds: c.rounds.Load(), Reads: c.reads.Load(), Marked: c.marked.Load(),
 		Tombstones: c.tombstones.Load(), Skipped: c.skipped.Load(), Queues: c.nqueues.Load(),
-		BadFiles: c.badFiles.Load()}
+		BadFiles: c.badFiles.Load(), Copied: c.copied.Load(), CopiedBytes: c.copiedBytes.Load(),
+		Relocated: c.copies.Load()}
 }
 
 // loadCompaction reads the compaction file; Open calls it after recovery. A file that
@@ -398,7 +407,7 @@ func (s *Store) scanQueue(q *consumequeue.Queue, cq *compactQueue, pol Compactio
 			}
 			*budget--
 			c.reads.Add(1)
-			rec, v, err := s.cl.ReadRecord(u.Offset)
+			rec, v, err := s.readRecordAt(u.Offset)
 			if err != nil {
 				cq.next++ // its segment was deleted (or the record is damaged): nothing to keep
 				continue

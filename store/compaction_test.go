@@ -51,11 +51,12 @@ func settle(t testing.TB, s *Store) {
 	waitDispatched(t, s)
 }
 
-// bodies is what a reader from offset 0 gets from topic's queue 0, as "offset:body".
+// bodies is what a reader from the queue's minimum (0 unless a cleanup moved it) gets
+// from topic's queue 0, as "offset:body".
 func bodies(t testing.TB, s *Store, topic string) []string {
 	t.Helper()
 	var out []string
-	for off := int64(0); off < s.MaxOffset(topic, 0); {
+	for off := s.MinOffset(topic, 0); off < s.MaxOffset(topic, 0); {
 		r, err := s.PullMessages(topic, 0, off, 7, 1<<20, nil)
 		require.NoError(t, err)
 		require.Contains(t, []GetStatus{Found, NoMatchedMessage}, r.Status)
@@ -414,4 +415,163 @@ func FuzzCompactionFile(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, marks, again)
 	})
+}
+
+// copyOptions are compactOptions whose cleanup deletes every segment older than a minute
+// at any hour.
+func copyOptions(fsys mmap.FS, dir string, clock *testClock) Options {
+	o := compactOptions(fsys, dir, clock)
+	o.FileReservedTime = time.Minute
+	o.DeleteWhen = make([]int, 24)
+	for h := range o.DeleteWhen {
+		o.DeleteWhen[h] = h
+	}
+	return o
+}
+
+// fill writes about n bytes of messages to the topic Other, so the log moves on by that
+// much.
+func fill(t testing.TB, s *Store, n int) {
+	t.Helper()
+	body := string(make([]byte, 1000))
+	for range n / 1100 {
+		put(t, s, testMessage{topic: "Other", body: body, uniq: "FILL"}, false)
+	}
+}
+
+// expireAll makes every segment but the active one old enough to go and runs cleanup
+// rounds until one deletes nothing; it returns how many segments went.
+func expireAll(t testing.TB, s *Store, clock *testClock) int {
+	t.Helper()
+	settle(t, s)
+	clock.advance(2 * time.Minute)
+	fill(t, s, 1100) // a record stored now, so the active segment is not the old ones
+	settle(t, s)
+	total := 0
+	for {
+		n := s.cleanOnce()
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
+func TestCompactionCopiesLiveRecordsBeforeCleanup(t *testing.T) {
+	dir := t.TempDir()
+	clock := newClock()
+	o := copyOptions(mmap.OSFS{}, dir, clock)
+	s := openStore(t, o)
+	for k := range 10 {
+		putKeyed(t, s, "Cmp", fmt.Sprintf("k%d", k), fmt.Sprintf("v0-k%d", k)) // offsets 0..9
+	}
+	fill(t, s, 200<<10)
+	for k := range 5 {
+		putKeyed(t, s, "Cmp", fmt.Sprintf("k%d", k), fmt.Sprintf("v1-k%d", k)) // offsets 10..14
+	}
+	settle(t, s)
+	require.Equal(t, int64(5), s.compactOnce())
+	want := []string{"5:v0-k5", "6:v0-k6", "7:v0-k7", "8:v0-k8", "9:v0-k9",
+		"10:v1-k0", "11:v1-k1", "12:v1-k2", "13:v1-k3", "14:v1-k4"}
+	require.Equal(t, want, bodies(t, s, "Cmp"))
+
+	require.Positive(t, expireAll(t, s, clock))
+	require.Positive(t, s.CommitLog().MinOffset(), "the segment of the first values is gone")
+	st := s.CompactionStats()
+	require.Equal(t, int64(5), st.Copied, "the five live first values were copied; the superseded ones were not")
+	require.Equal(t, int64(5), st.Relocated)
+	require.Equal(t, want, bodies(t, s, "Cmp"), "a reader from the start still gets every latest value, at its offset")
+	require.Equal(t, int64(5), s.MinOffset("Cmp", 0), "the minimum moved past the superseded head, to the first live record")
+	r, err := s.PullMessages("Other", 0, 0, 1, 1<<20, nil)
+	require.NoError(t, err)
+	require.Equal(t, OffsetTooSmall, r.Status, "an ordinary topic lost its old messages")
+	r.Release()
+	ts, err := s.EarliestStoreTime("Cmp", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1_700_000_000_000), ts, "store times are read from the copies")
+
+	// A restart rebuilds the relocation table from the copies.
+	require.NoError(t, s.Shutdown(context.Background()))
+	s = openStore(t, o)
+	require.Equal(t, want, bodies(t, s, "Cmp"))
+	require.Equal(t, int64(5), s.CompactionStats().Relocated)
+	require.Zero(t, s.compactOnce(), "the rescan reads the copies")
+	require.Equal(t, int64(5), s.CompactionStats().Reads-5, "ten live records read, five of them copies")
+
+	// A copy is superseded like its original, and a copy whose segment goes is copied again.
+	putKeyed(t, s, "Cmp", "k7", "v2-k7")
+	settle(t, s)
+	require.Equal(t, int64(1), s.compactOnce())
+	fill(t, s, 200<<10)
+	require.Positive(t, expireAll(t, s, clock))
+	require.Equal(t, int64(10), s.CompactionStats().Copied, "since the restart: 4 first values (again), 5 second ones, k7's third")
+	got := bodies(t, s, "Cmp")
+	require.Equal(t, []string{"5:v0-k5", "6:v0-k6", "8:v0-k8", "9:v0-k9",
+		"10:v1-k0", "11:v1-k1", "12:v1-k2", "13:v1-k3", "14:v1-k4", "15:v2-k7"}, got)
+	require.Equal(t, int64(10), s.CompactionStats().Relocated)
+}
+
+func TestCompactionCopyBudgetDelaysCleanup(t *testing.T) {
+	clock := newClock()
+	o := copyOptions(mmap.OSFS{}, t.TempDir(), clock)
+	o.CompactionReadsPerRound = 2
+	s := openStore(t, o)
+	for k := range 5 {
+		putKeyed(t, s, "Cmp", fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", k))
+	}
+	fill(t, s, 200<<10)
+	settle(t, s)
+	clock.advance(2 * time.Minute)
+	fill(t, s, 1100)
+	settle(t, s)
+	require.Zero(t, s.cleanOnce(), "two of five copied: the first segment stays")
+	require.Zero(t, s.CommitLog().MinOffset())
+	require.Zero(t, s.cleanOnce(), "four of five")
+	require.Positive(t, s.cleanOnce(), "all copied: the segments go")
+	require.Equal(t, int64(5), s.CompactionStats().Copied)
+	require.Len(t, bodies(t, s, "Cmp"), 5)
+}
+
+func TestCompactionWithoutCopyKeepsSegments(t *testing.T) {
+	clock := newClock()
+	o := copyOptions(mmap.OSFS{}, t.TempDir(), clock)
+	o.CompactionCopy = false // a slave
+	s := openStore(t, o)
+	fill(t, s, 100<<10)
+	putKeyed(t, s, "Cmp", "k", "v")
+	fill(t, s, 200<<10)
+	before := s.CommitLog().Segments()
+	expireAll(t, s, clock)
+	require.Zero(t, s.CompactionStats().Copied)
+	live := s.CommitLog().Segments()[0]
+	require.LessOrEqual(t, live.Start, before[1].Start, "the segment with the live record stays")
+	require.Positive(t, live.Start, "the segment before it went")
+	require.Equal(t, []string{"0:v"}, bodies(t, s, "Cmp"))
+}
+
+// A power loss at the moment the cleanup deletes a segment: the copies made for it are
+// durable, so the reopened store serves every latest value.
+func TestCompactionCopiesAreDurableBeforeDeletion(t *testing.T) {
+	mem := mmap.NewMemFS()
+	efs := mmap.NewErrorFS(mem)
+	clock := newClock()
+	o := copyOptions(efs, "/store", clock)
+	s := openStore(t, o)
+	for k := range 6 {
+		putKeyed(t, s, "Cmp", fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", k))
+	}
+	fill(t, s, 200<<10)
+	settle(t, s)
+	var crashed *mmap.MemFS
+	efs.Inject(mmap.Rule{Ops: mmap.OpRemove, Path: mmap.PathContains(CommitLogDirName), Times: 1,
+		Hook: func(mmap.Op, string) error { crashed = mem.Crash(nil, 0); return nil }})
+	require.Positive(t, expireAll(t, s, clock))
+	require.NotNil(t, crashed)
+	co := o
+	co.FS = crashed
+	rs, err := Open(co)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rs.Shutdown(context.Background())) }()
+	require.Equal(t, []string{"0:v0", "1:v1", "2:v2", "3:v3", "4:v4", "5:v5"}, bodies(t, rs, "Cmp"))
+	require.Equal(t, int64(6), rs.CompactionStats().Relocated)
 }

@@ -225,21 +225,37 @@ scan:
 					continue
 				}
 			}
-			if u.Offset < minPhy || u.Hole() {
-				continue // its segment was deleted, or it was lost to damage
+			if u.Hole() {
+				continue // lost to damage
 			}
-			if view == nil || u.Offset < view.Offset() || u.End() > view.Offset()+int64(len(view.Bytes())) {
-				v, err := s.readSegmentFrom(u.Offset)
+			// at is where the record is: where it was written, or its copy once that
+			// segment is gone (a compacted topic's live record, compaction_copy.go).
+			at := u.Offset
+			if at < minPhy {
+				var ok bool
+				if at, ok = s.relocated(u.Offset); !ok || at < minPhy {
+					continue // its segment was deleted
+				}
+			}
+			if view == nil || at < view.Offset() || at+int64(u.Size) > view.Offset()+int64(len(view.Bytes())) {
+				v, err := s.readSegmentFrom(at)
+				if errors.Is(err, commitlog.ErrDeleted) || errors.Is(err, commitlog.ErrOutOfRange) {
+					// Deleted since minPhy was read: a copy may have been made just before.
+					if copyAt, ok := s.relocated(u.Offset); ok && copyAt != at {
+						at = copyAt
+						v, err = s.readSegmentFrom(at)
+					}
+				}
 				if errors.Is(err, commitlog.ErrDeleted) || errors.Is(err, commitlog.ErrOutOfRange) {
 					continue
 				}
 				if err != nil {
-					return fmt.Errorf("store: read message at %d: %w", u.Offset, err)
+					return fmt.Errorf("store: read message at %d: %w", at, err)
 				}
 				r.views = append(r.views, v)
 				view = v
 			}
-			rel := u.Offset - view.Offset()
+			rel := at - view.Offset()
 			b := view.Bytes()[rel : rel+int64(u.Size) : rel+int64(u.Size)]
 			var body []byte
 			if !s.noReadChecks {
@@ -407,7 +423,7 @@ func (s *Store) MaxOffset(topic string, queueID int32) int64 {
 
 // storeTimeOf reads the store timestamp of the record at phy.
 func (s *Store) storeTimeOf(phy int64, _ int32) (int64, error) {
-	rec, v, err := s.cl.ReadRecord(phy)
+	rec, v, err := s.readRecordAt(phy)
 	if err != nil {
 		return 0, err
 	}

@@ -118,6 +118,11 @@ type Options struct {
 	// CompactionReadsPerRound bounds the commit-log records one compaction round reads
 	// (65,536): the round's I/O is at most this many record reads every CleanInterval.
 	CompactionReadsPerRound int
+	// CompactionCopy lets the cleanup copy compacted topics' live records forward before
+	// it deletes their commit-log segment (true; see compaction_copy.go). A slave, whose
+	// log is a replica of its master's, sets it false: it keeps such segments until the
+	// master's copies have been replicated.
+	CompactionCopy bool
 }
 
 // DefaultOptions returns RocketMQ's defaults on the real file system. Dir must be set.
@@ -148,6 +153,7 @@ func DefaultOptions() Options {
 		DiskCheckInterval:     time.Second,
 
 		CompactionReadsPerRound: 1 << 16,
+		CompactionCopy:          true,
 	}
 }
 

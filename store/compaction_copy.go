@@ -1,0 +1,277 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ferrymq/ferry/commitlog"
+	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/message"
+)
+
+// Copy-forward: the commit log's cleanup deletes whole segments, shared by every topic,
+// so before it deletes a segment the store copies the records of compacted queues that
+// are still live (not marked) and still point into it to the end of the log. A copy is a
+// record of the internal topic CompactionCopyTopic (queue 0) whose body is the original
+// record's bytes, unchanged (its topic, queue id, queue offset and physical offset
+// included). The relocation table maps an original physical offset to the position of
+// its copy's body; the pull path, the compaction scan and store-time lookups read a unit
+// whose segment is gone there, and check the bytes exactly as they check the original
+// (pulledBody compares the copy's PHYSICALOFFSET field with the unit's offset), so a copy
+// is served byte for byte as the original was and a consumer cannot tell.
+//
+// The relocation table is not written anywhere: it is rebuilt by Open from the copy
+// topic's consume queue (each copy names its original by the PHYSICALOFFSET field of its
+// body; a later copy of the same original wins), and the dispatcher and recovery keep
+// that queue as they keep every other. Crash safety follows from the order of the steps:
+// the copies are appended and flushed (durable) before the segment holding the
+// originals is deleted, so a crash leaves either the original or a durable copy, and at
+// worst an unused copy.
+//
+// A compacted queue's consume-queue files are not cut at the log's new minimum like other
+// queues' (cleanOnce): the queue keeps its units from the first live one on, so a reader
+// from offset 0 still reaches the relocated latest messages.
+//
+// Costs and limits: copying is bounded per round (Options.CompactionReadsPerRound
+// records); a segment is deleted only once every live record in it has been copied, so
+// a round that runs out of budget delays the deletion to a later round. A store that may
+// not append (Options.CompactionCopy false: a slave, whose log is a replica) copies
+// nothing and keeps such segments until the master's copies have arrived by replication.
+// Forced cleaning (DiskForceCleanRatio) does not wait: it deletes what it must and the
+// live records it could not copy are lost, like every other message in those segments.
+// Key queries (the index) do not find copies.
+
+// CompactionCopyTopic is the internal topic the copies of compacted topics' live
+// records are appended to. Clients never read it.
+const CompactionCopyTopic = "FERRY_SYS_COMPACTION_COPY"
+
+// relocation is the copy-forward table: original physical offset -> physical offset of
+// the copy's body (the original record's bytes).
+type relocation struct {
+	m map[int64]int64
+}
+
+// relocated returns where the record first written at phy is now, and whether it was
+// copied at all.
+func (s *Store) relocated(phy int64) (int64, bool) {
+	s.comp.relocMu.RLock()
+	at, ok := s.comp.reloc.m[phy]
+	s.comp.relocMu.RUnlock()
+	return at, ok
+}
+
+// setRelocated records that the record first written at phy is now at at.
+func (s *Store) setRelocated(phy, at int64) {
+	s.comp.relocMu.Lock()
+	s.comp.reloc.m[phy] = at
+	s.comp.relocMu.Unlock()
+}
+
+// readRecordAt reads the record first written at phy, from its copy when its segment is
+// gone.
+func (s *Store) readRecordAt(phy int64) (message.Record, *commitlog.View, error) {
+	rec, v, err := s.cl.ReadRecord(phy)
+	if err == nil || !errors.Is(err, commitlog.ErrDeleted) && !errors.Is(err, commitlog.ErrOutOfRange) {
+		return rec, v, err
+	}
+	if at, ok := s.relocated(phy); ok {
+		return s.cl.ReadRecord(at)
+	}
+	return rec, v, err
+}
+
+// copyBodyStart is where the body of a copy record of size total starts in it: the copy
+// has no properties, so the body is followed by the topic length byte, the topic and
+// the 2-byte properties length.
+func copyBodyStart(total, bodyLen int) int {
+	return total - bodyLen - 1 - len(CompactionCopyTopic) - 2
+}
+
+// loadRelocations rebuilds the relocation table from the copy topic's queue (Open).
+func (s *Store) loadRelocations() error {
+	s.comp.reloc.m = map[int64]int64{}
+	q, err := s.cqs.Queue(CompactionCopyTopic, 0, false)
+	if err != nil || q == nil {
+		return nil //nolint:nilerr // no copy was ever made
+	}
+	buf := make([]consumequeue.Unit, compactionReadBatch)
+	minPhy := s.cl.MinOffset()
+	for off := q.MinOffset(); off < q.MaxOffset(); {
+		n, err := q.Read(off, buf)
+		if err != nil || n == 0 {
+			return fmt.Errorf("store: read %s at %d: %w", q, off, err)
+		}
+		for _, u := range buf[:n] {
+			off++
+			if u.Hole() || u.Offset < minPhy {
+				continue
+			}
+			rec, v, err := s.cl.ReadRecord(u.Offset)
+			if err != nil {
+				continue // damaged: the original (or another copy) may still serve
+			}
+			if len(rec.Body) >= message.MinRecordSize {
+				orig := int64(binary.BigEndian.Uint64(rec.Body[message.PosPhysicalOffset:]))
+				at := u.Offset + int64(copyBodyStart(int(rec.StoreSize), len(rec.Body)))
+				if cur, ok := s.comp.reloc.m[orig]; !ok || at > cur {
+					s.comp.reloc.m[orig] = at
+				}
+			}
+			v.Release()
+		}
+	}
+	s.comp.copies.Store(int64(len(s.comp.reloc.m)))
+	return nil
+}
+
+// pruneRelocations drops the entries whose copy is below the log's minimum.
+func (s *Store) pruneRelocations(minPhy int64) {
+	s.comp.relocMu.Lock()
+	for orig, at := range s.comp.reloc.m {
+		if at < minPhy {
+			delete(s.comp.reloc.m, orig)
+		}
+	}
+	s.comp.copies.Store(int64(len(s.comp.reloc.m)))
+	s.comp.relocMu.Unlock()
+}
+
+// copyForward copies the live records of compacted queues that are below end (where
+// the records a cleanup round is about to delete end) to the end of the log, flushes
+// them, and returns the offset below which segments may be deleted: end when every such
+// record has a durable copy, less when the budget ran out, copying is not allowed or an
+// append failed. Only the cleaner goroutine calls it.
+func (s *Store) copyForward(end int64) int64 {
+	if s.opts.Compaction == nil {
+		return math.MaxInt64
+	}
+	c := &s.comp
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	limit := end
+	budget := int64(s.opts.CompactionReadsPerRound)
+	copied := false
+	buf := make([]consumequeue.Unit, compactionReadBatch)
+	s.cqs.Range(func(topic string, queueID int32, q *consumequeue.Queue) bool {
+		if _, ok := s.opts.Compaction(topic); !ok {
+			return true
+		}
+		marked := c.markedOf(topic, queueID)
+		mi := 0
+		for off, hi := q.MinOffset(), q.MaxOffset(); off < hi; {
+			n, err := q.Read(off, buf[:min(hi-off, int64(len(buf)))])
+			if err != nil || n == 0 {
+				break
+			}
+			for _, u := range buf[:n] {
+				o := off
+				off++
+				if u.Offset >= end {
+					return true // units ascend in the log: the rest of the queue stays
+				}
+				for mi < len(marked) && marked[mi] < o {
+					mi++
+				}
+				if u.Hole() || mi < len(marked) && marked[mi] == o {
+					continue
+				}
+				at, ok := s.relocated(u.Offset)
+				if !ok {
+					at = u.Offset
+				}
+				if at >= end || at < s.cl.MinOffset() {
+					continue // copied past end already, or lost
+				}
+				if !s.opts.CompactionCopy || budget <= 0 {
+					limit = min(limit, at)
+					return true
+				}
+				budget--
+				if err := s.copyRecord(u.Offset, at, u.Size); err != nil {
+					s.log.Error().Err(err).Str("queue", q.String()).Int64("offset", o).
+						Msg("compaction: copying a live record forward; its segment is kept")
+					limit = min(limit, at)
+					return true
+				}
+				copied = true
+			}
+		}
+		return true
+	})
+	if copied {
+		if err := s.cl.Flush(); err != nil {
+			s.log.Error().Err(err).Msg("compaction: flushing the copies; no segment is deleted")
+			return 0
+		}
+		s.kickDispatch()
+	}
+	return limit
+}
+
+// copyRecord appends a copy of the record first written at orig, now at at (size
+// bytes), and records the copy in the relocation table.
+func (s *Store) copyRecord(orig, at int64, size int32) error {
+	if s.guard.full.Load() {
+		return ErrDiskFull
+	}
+	v, err := s.cl.Read(at, int(size))
+	if err != nil {
+		return fmt.Errorf("read %d: %w", at, err)
+	}
+	defer v.Release()
+	b := v.Bytes()
+	if len(b) < message.MinRecordSize || int64(binary.BigEndian.Uint64(b[message.PosPhysicalOffset:])) != orig {
+		return fmt.Errorf("%w: the record at %d is not the one first written at %d", ErrDamaged, at, orig)
+	}
+	rec := message.Record{Topic: []byte(CompactionCopyTopic), Body: b, BornTimestamp: s.now().UnixMilli(),
+		BornHost: s.opts.StoreHost}
+	res, err := s.cl.Append([]message.Record{rec}, false)
+	if err != nil && res.Count == 0 {
+		return fmt.Errorf("append copy: %w", err)
+	}
+	s.setRelocated(orig, res.PhysicalOffset+int64(copyBodyStart(int(res.Bytes), len(b))))
+	s.comp.copied.Add(1)
+	s.comp.copiedBytes.Add(int64(len(b)))
+	return err
+}
+
+// firstLivePhy is the physical offset a queue's consume-queue files must keep from
+// (cutQueuesBelow): the original offset of its first unit below minPhy that is not
+// marked and has a copy at or above minPhy, or minPhy when there is none. Without any
+// copy in the store it is minPhy at once.
+func (s *Store) firstLivePhy(q *consumequeue.Queue, minPhy int64) int64 {
+	s.comp.relocMu.RLock()
+	none := len(s.comp.reloc.m) == 0
+	s.comp.relocMu.RUnlock()
+	if none {
+		return minPhy
+	}
+	marked := s.comp.markedOf(q.Topic(), q.QueueID())
+	mi := 0
+	buf := make([]consumequeue.Unit, compactionReadBatch)
+	for off, hi := q.MinOffset(), q.MaxOffset(); off < hi; {
+		n, err := q.Read(off, buf[:min(hi-off, int64(len(buf)))])
+		if err != nil || n == 0 {
+			return minPhy
+		}
+		for _, u := range buf[:n] {
+			o := off
+			off++
+			if u.Offset >= minPhy {
+				return minPhy
+			}
+			for mi < len(marked) && marked[mi] < o {
+				mi++
+			}
+			if u.Hole() || mi < len(marked) && marked[mi] == o {
+				continue
+			}
+			if at, ok := s.relocated(u.Offset); ok && at >= minPhy {
+				return u.Offset
+			}
+		}
+	}
+	return minPhy
+}
