@@ -7,8 +7,10 @@ import (
 
 // Compacted topics: the topic attributes cleanupPolicy=compact, compactionKey and
 // deleteRetention (topicconf.Compaction) are handed to the store, whose cleaner marks
-// the superseded messages and expired tombstones of those topics and whose pull path
-// skips them (store/compaction.go). Pulls of marked offsets need nothing from the
+// the superseded messages and expired tombstones of those topics, and copies their live
+// records forward before it deletes a commit-log segment (on a master only:
+// store.Options.CompactionCopy), and whose pull path skips the marked ones and reads the
+// copied ones from their copies (store/compaction.go, store/compaction_copy.go). Pulls of marked offsets need nothing from the
 // broker: the store answers NO_MATCHED_MESSAGE-like results with the next offset to
 // pull from, exactly as for messages a filter refuses.
 

@@ -11,13 +11,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/conf"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/store"
 	"github.com/ferrymq/ferry/testutil"
 )
 
 // compactionEnv is a cluster whose store runs on a settable clock and runs its cleaner
-// (and so a compaction round) every few milliseconds.
+// (and so a compaction round) every few milliseconds, with small commit-log segments
+// that the cleanup deletes, at any hour, once they are a minute old.
 type compactionEnv struct {
 	*adminEnv
 	clockMs *atomic.Int64
@@ -27,10 +29,15 @@ type compactionEnv struct {
 func newCompactionEnv(t *testing.T) *compactionEnv {
 	clockMs := &atomic.Int64{}
 	clockMs.Store(time.Now().UnixMilli())
-	c := testutil.StartCluster(t, testutil.WithStoreOptions(func(o *store.Options) {
+	c := testutil.StartCluster(t, testutil.WithBrokerConfig(func(cfg *conf.BrokerConfig) {
+		cfg.MaxMessageSize = 64 << 10
+		cfg.CommitLogSegmentSize = 256 << 10
+	}), testutil.WithStoreOptions(func(o *store.Options) {
 		o.Clock = func() time.Time { return time.UnixMilli(clockMs.Load()) }
 		o.CleanInterval = 5 * time.Millisecond
 		o.CompactionReadsPerRound = 64 // many rounds, each a slice of the work
+		o.FileReservedTime = time.Minute
+		o.DeleteWhen = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}
 	}))
 	e := &compactionEnv{adminEnv: newAdminEnvOn(t, c, "compaction"), clockMs: clockMs}
 	pc, err := e.cl.NewPullConsumer("compaction-reader")
@@ -72,6 +79,10 @@ func (e *compactionEnv) readAll(topic string, msgs []sent) map[int32][]sent {
 				if off >= until[mq.QueueID] {
 					break
 				}
+				continue
+			}
+			if r.Status == PullOffsetIllegal && off == 0 && r.NextOffset > 0 {
+				off = r.NextOffset // the cleanup moved the queue's minimum to its first live message
 				continue
 			}
 			require.Contains(e.t, []PullStatus{PullFound, PullNoMatchedMessage}, r.Status, "offset %d", off)
@@ -213,6 +224,32 @@ func TestCompactedTopicWithConcurrentProducers(t *testing.T) {
 	// A restart keeps all of it.
 	e.c.RestartBroker(t)
 	check("after a restart")
+
+	// The commit log's cleanup deletes the segments the messages were written in (the
+	// store's clock says they are an hour old): the latest values are copied forward
+	// first and stay readable at their offsets, also after another restart.
+	fp, err := e.cl.NewProducer("compaction-filler-pg")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, fp.Close()) })
+	e.createTopic("Filler", 1)
+	info := func(key string) int64 {
+		m, err := e.a.BrokerRuntimeInfo(adminCtx(t), e.broker)
+		require.NoError(t, err)
+		n, err := strconv.ParseInt(m[key], 10, 64)
+		require.NoError(t, err, key)
+		return n
+	}
+	for range 160 { // about 640 KiB: the segments the topic's messages are in fill up
+		_, err := fp.Send(adminCtx(t), message.NewMessage("Filler", make([]byte, 4<<10)))
+		require.NoError(t, err)
+	}
+	e.clockMs.Add(2 * time.Minute.Milliseconds()) // the filler too is old now
+	testutil.Eventually(t, 20*time.Second, func() bool { return info("commitLogMinOffset") >= 512<<10 },
+		"the cleanup deleted the first segments")
+	require.Equal(t, int64(keys-1), info("ferryCompactionRelocated"), "every live message was copied")
+	check("after the commit log's cleanup")
+	e.c.RestartBroker(t)
+	check("after the cleanup and a restart")
 }
 
 // assertNoError reports err without stopping a goroutine's test the wrong way.

@@ -79,6 +79,7 @@ type BrokerCollector struct {
 	dedupKeys, dedupDuplicates, dedupEvicted               *prometheus.Desc
 	retentionExpired, skippedPulls, skippedMessages        *prometheus.Desc
 	compactionReads, compactionMarked, compactionSkipped   *prometheus.Desc
+	compactionCopied                                       *prometheus.Desc
 }
 
 // NewBrokerCollector returns a collector of src.
@@ -160,6 +161,8 @@ func NewBrokerCollector(src BrokerSource) *BrokerCollector {
 			"Messages of compacted topics marked superseded or expired tombstones since the store opened; pulls skip them."),
 		compactionSkipped: desc("ferry_compaction_skipped_offsets",
 			"Queue offsets of compacted topics pulls skip now (marks kept in the compaction file)."),
+		compactionCopied: desc("ferry_compaction_copied_bytes_total",
+			"Bytes of compacted topics' live records copied forward before the commit-log cleanup deleted their segment, since the store opened."),
 		requestBytes: desc("ferry_remoting_request_bytes",
 			"Bytes of request frames the broker holds (being received, queued or handled)."),
 		requestLimit: desc("ferry_remoting_request_bytes_limit",
@@ -175,7 +178,8 @@ func (c *BrokerCollector) descs() []*prometheus.Desc {
 		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
 		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
 		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit, c.dedupKeys, c.dedupDuplicates, c.dedupEvicted,
-		c.retentionExpired, c.skippedPulls, c.skippedMessages, c.compactionReads, c.compactionMarked, c.compactionSkipped}
+		c.retentionExpired, c.skippedPulls, c.skippedMessages, c.compactionReads, c.compactionMarked, c.compactionSkipped,
+		c.compactionCopied}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -219,6 +223,7 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.compactionReads, float64(m.Compaction.Reads))
 	counter(c.compactionMarked, float64(m.Compaction.Marked))
 	gauge(c.compactionSkipped, float64(m.Compaction.Skipped))
+	counter(c.compactionCopied, float64(m.Compaction.CopiedBytes))
 	gauge(c.requestBytes, float64(m.RequestBytes))
 	gauge(c.requestLimit, float64(m.RequestBytesLimit))
 	gauge(c.producerConns, float64(m.ProducerConnections))

@@ -56,11 +56,9 @@ import (
 // a topic whose compaction is turned off loses its marks at the next round (its
 // superseded messages become readable again while they are in the commit log).
 //
-// What compaction does not change: the commit log's cleanup. A key's latest message is
-// served from the segment it was written in; when the broker-wide cleanup
-// (FileReservedTime, disk ratios) deletes that segment the message is gone, as for any
-// other topic. A compacted topic is therefore "at least the latest per key within the
-// commit log's retention", not forever (see docs/delivery.md).
+// The commit log's cleanup deletes whole segments shared by every topic; before it
+// deletes one, the live records of compacted queues in it are copied forward
+// (compaction_copy.go), so a key's latest message outlives the segment it was written in.
 //
 // The compaction file layout (integers are unsigned LEB128 varints unless noted):
 //
