@@ -394,6 +394,13 @@ func TestCompactionFileRoundTrip(t *testing.T) {
 	require.Equal(t, marks, got)
 	_, err = decodeCompactionFile([]byte("FCMP"))
 	require.ErrorIs(t, err, ErrCompactionFile)
+
+	// A file cut at any byte is refused as a whole: never a part of its marks.
+	data := encodeCompactionFile(marks)
+	for n := range len(data) {
+		_, err := decodeCompactionFile(data[:n])
+		require.ErrorIs(t, err, ErrCompactionFile, "cut at %d", n)
+	}
 }
 
 func FuzzCompactionFile(f *testing.F) {

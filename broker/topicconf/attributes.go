@@ -37,8 +37,8 @@ var ErrBadAttribute = errors.New("topicconf: bad topic attribute")
 
 // knownAttributes lists the attribute keys the broker accepts, sorted.
 func knownAttributes() []string {
-	return []string{AttrCleanupPolicy, AttrCompactionKey, AttrDedupWindow, AttrDeleteRetention, AttrMessageType,
-		AttrRetentionBytes, AttrRetentionTime}
+	return []string{AttrRocketMQCleanupPolicy, AttrCleanupPolicy, AttrCompactionKey, AttrDedupWindow, AttrDeleteRetention,
+		AttrMessageType, AttrRetentionBytes, AttrRetentionTime}
 }
 
 // checkAttribute validates value for key; ok is false for an unknown key.
@@ -54,6 +54,8 @@ func checkAttribute(key, value string) (ok bool, err error) {
 		return true, checkRetentionBytes(value)
 	case AttrCleanupPolicy:
 		return true, checkCleanupPolicy(value)
+	case AttrRocketMQCleanupPolicy:
+		return true, checkRocketMQCleanupPolicy(value)
 	case AttrCompactionKey:
 		return true, checkCompactionKey(value)
 	case AttrDeleteRetention:

@@ -18,6 +18,10 @@ const (
 	// AttrCompactionKey names the property that holds a message's key; without it the
 	// key is the first word of KEYS.
 	AttrCompactionKey = "compactionKey"
+	// AttrRocketMQCleanupPolicy is RocketMQ 5.1's spelling: "COMPACTION" makes the topic
+	// compacted like cleanupPolicy=compact, "DELETE" is the default. It is accepted so
+	// that RocketMQ 5 tools (mqadmin updateTopic -a +cleanup.policy=COMPACTION) work.
+	AttrRocketMQCleanupPolicy = "cleanup.policy"
 	// AttrDeleteRetention is how long a tombstone (a message with an empty body) of a
 	// compacted topic stays readable before it is dropped: a Go duration from 0s to
 	// 8760h, "d" allowed for days. Default DefaultDeleteRetention.
@@ -35,10 +39,10 @@ const (
 const DefaultDeleteRetention = 24 * time.Hour
 
 // Compaction returns a topic's compaction settings: ok is false unless its
-// AttrCleanupPolicy is "compact". keyProperty is empty for KEYS; a hand-edited value
+// AttrCleanupPolicy is "compact" (or AttrRocketMQCleanupPolicy "COMPACTION"). keyProperty is empty for KEYS; a hand-edited value
 // that does not parse reads as the default.
 func Compaction(cfg *protocol.TopicConfig) (keyProperty string, deleteRetention time.Duration, ok bool) {
-	if cfg.Attributes[AttrCleanupPolicy] != CleanupCompact {
+	if cfg.Attributes[AttrCleanupPolicy] != CleanupCompact && cfg.Attributes[AttrRocketMQCleanupPolicy] != "COMPACTION" {
 		return "", 0, false
 	}
 	deleteRetention = DefaultDeleteRetention
@@ -57,6 +61,14 @@ func Compaction(cfg *protocol.TopicConfig) (keyProperty string, deleteRetention 
 func checkCleanupPolicy(v string) error {
 	if v != CleanupDelete && v != CleanupCompact {
 		return fmt.Errorf("%q is not %s or %s", v, CleanupDelete, CleanupCompact)
+	}
+	return nil
+}
+
+// checkRocketMQCleanupPolicy validates an AttrRocketMQCleanupPolicy value.
+func checkRocketMQCleanupPolicy(v string) error {
+	if v != "DELETE" && v != "COMPACTION" {
+		return fmt.Errorf("%q is not DELETE or COMPACTION", v)
 	}
 	return nil
 }

@@ -33,13 +33,20 @@ func TestCompactionAttributes(t *testing.T) {
 	_, del, _ = Compaction(&cfg)
 	require.Equal(t, 7*24*time.Hour, del)
 
-	for _, attrs := range []map[string]string{nil, {AttrCleanupPolicy: "delete"}, {AttrCompactionKey: "k"}} {
+	cfg.Attributes = map[string]string{AttrRocketMQCleanupPolicy: "COMPACTION"}
+	_, del, ok = Compaction(&cfg)
+	require.True(t, ok, "RocketMQ 5.1's attribute")
+	require.Equal(t, DefaultDeleteRetention, del)
+
+	for _, attrs := range []map[string]string{nil, {AttrCleanupPolicy: "delete"}, {AttrCompactionKey: "k"},
+		{AttrRocketMQCleanupPolicy: "DELETE"}} {
 		_, _, ok = Compaction(&protocol.TopicConfig{Attributes: attrs})
 		require.False(t, ok, "%v", attrs)
 	}
 
 	for name, change := range map[string]protocol.AttributeChange{
 		"unknown policy":   {Key: AttrCleanupPolicy, Value: "compact,delete"},
+		"rocketmq policy":  {Key: AttrRocketMQCleanupPolicy, Value: "compact"},
 		"empty key":        {Key: AttrCompactionKey, Value: ""},
 		"separator in key": {Key: AttrCompactionKey, Value: "a\x01b"},
 		"not a duration":   {Key: AttrDeleteRetention, Value: "soon"},
