@@ -50,7 +50,8 @@ const CompactionCopyTopic = "FERRY_SYS_COMPACTION_COPY"
 // relocation is the copy-forward table: original physical offset -> physical offset of
 // the copy's body (the original record's bytes).
 type relocation struct {
-	m map[int64]int64
+	m    map[int64]int64
+	next int64 // the copy queue's next offset followCopies reads (cleaner only)
 }
 
 // relocated returns where the record first written at phy is now, and whether it was
@@ -92,19 +93,28 @@ func copyBodyStart(total, bodyLen int) int {
 // loadRelocations rebuilds the relocation table from the copy topic's queue (Open).
 func (s *Store) loadRelocations() error {
 	s.comp.reloc.m = map[int64]int64{}
+	s.comp.reloc.next = 0
+	return s.followCopies()
+}
+
+// followCopies adds the copies dispatched to the copy topic's queue since the last call
+// to the relocation table: on a slave they arrive by replication, and Open reads them
+// all. The cleaner goroutine (and Open, before it starts) calls it.
+func (s *Store) followCopies() error {
 	q, err := s.cqs.Queue(CompactionCopyTopic, 0, false)
 	if err != nil || q == nil {
 		return nil //nolint:nilerr // no copy was ever made
 	}
 	buf := make([]consumequeue.Unit, compactionReadBatch)
 	minPhy := s.cl.MinOffset()
-	for off := q.MinOffset(); off < q.MaxOffset(); {
+	for off := max(s.comp.reloc.next, q.MinOffset()); off < q.MaxOffset(); {
 		n, err := q.Read(off, buf)
 		if err != nil || n == 0 {
 			return fmt.Errorf("store: read %s at %d: %w", q, off, err)
 		}
 		for _, u := range buf[:n] {
 			off++
+			s.comp.reloc.next = off
 			if u.Hole() || u.Offset < minPhy {
 				continue
 			}
@@ -115,14 +125,18 @@ func (s *Store) loadRelocations() error {
 			if len(rec.Body) >= message.MinRecordSize {
 				orig := int64(binary.BigEndian.Uint64(rec.Body[message.PosPhysicalOffset:]))
 				at := u.Offset + int64(copyBodyStart(int(rec.StoreSize), len(rec.Body)))
+				s.comp.relocMu.Lock()
 				if cur, ok := s.comp.reloc.m[orig]; !ok || at > cur {
 					s.comp.reloc.m[orig] = at
 				}
+				s.comp.relocMu.Unlock()
 			}
 			v.Release()
 		}
 	}
+	s.comp.relocMu.RLock()
 	s.comp.copies.Store(int64(len(s.comp.reloc.m)))
+	s.comp.relocMu.RUnlock()
 	return nil
 }
 
@@ -150,6 +164,10 @@ func (s *Store) copyForward(end int64) int64 {
 	c := &s.comp
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := s.followCopies(); err != nil {
+		s.log.Error().Err(err).Msg("compaction: reading the copies; no segment is deleted")
+		return 0
+	}
 	limit := end
 	budget := int64(s.opts.CompactionReadsPerRound)
 	copied := false

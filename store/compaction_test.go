@@ -554,6 +554,21 @@ func TestCompactionWithoutCopyKeepsSegments(t *testing.T) {
 	require.LessOrEqual(t, live.Start, before[1].Start, "the segment with the live record stays")
 	require.Positive(t, live.Start, "the segment before it went")
 	require.Equal(t, []string{"0:v"}, bodies(t, s, "Cmp"))
+
+	// The master's copy arrives in the log (here appended by hand, then forgotten, as
+	// replication would write it): the slave follows it and lets the segment go.
+	q, err := s.cqs.Queue("Cmp", 0, false)
+	require.NoError(t, err)
+	u, err := q.Get(0)
+	require.NoError(t, err)
+	require.NoError(t, s.copyRecord(u.Offset, u.Offset, u.Size))
+	s.comp.relocMu.Lock()
+	clear(s.comp.reloc.m)
+	s.comp.relocMu.Unlock()
+	require.Positive(t, expireAll(t, s, clock))
+	require.Greater(t, s.CommitLog().MinOffset(), u.Offset)
+	require.Equal(t, []string{"0:v"}, bodies(t, s, "Cmp"), "read from the followed copy")
+	require.Equal(t, int64(1), s.CompactionStats().Relocated)
 }
 
 // A power loss at the moment the cleanup deletes a segment: the copies made for it are
