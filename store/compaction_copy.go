@@ -44,8 +44,10 @@ import (
 // Key queries (the index) do not find copies.
 
 // CompactionCopyTopic is the internal topic the copies of compacted topics' live
-// records are appended to. Clients never read it.
-const CompactionCopyTopic = "FERRY_SYS_COMPACTION_COPY"
+// records are appended to (a system topic: the broker refuses sends to it, and it has
+// no topic config, so pulls of it are refused too). protocol.CompactionCopyTopic is the
+// same name.
+const CompactionCopyTopic = "rmq_sys_ferry_compaction_copy"
 
 // relocation is the copy-forward table: original physical offset -> physical offset of
 // the copy's body (the original record's bytes).

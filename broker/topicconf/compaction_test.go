@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferrymq/ferry/protocol"
+	"github.com/ferrymq/ferry/store"
 )
 
 func TestCompactionAttributes(t *testing.T) {
@@ -56,4 +57,10 @@ func TestCompactionAttributes(t *testing.T) {
 		_, err := ApplyAttributeChanges(nil, []protocol.AttributeChange{change})
 		require.ErrorIs(t, err, ErrBadAttribute, name)
 	}
+}
+
+func TestCompactionCopyTopicIsReserved(t *testing.T) {
+	require.Equal(t, store.CompactionCopyTopic, protocol.CompactionCopyTopic)
+	require.True(t, protocol.IsSystemTopic(protocol.CompactionCopyTopic))
+	require.True(t, protocol.IsSendForbiddenTopic(protocol.CompactionCopyTopic))
 }
