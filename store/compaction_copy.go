@@ -69,6 +69,7 @@ func (s *Store) relocated(phy int64) (int64, bool) {
 func (s *Store) setRelocated(phy, at int64) {
 	s.comp.relocMu.Lock()
 	s.comp.reloc.m[phy] = at
+	s.comp.copies.Store(int64(len(s.comp.reloc.m)))
 	s.comp.relocMu.Unlock()
 }
 
