@@ -261,3 +261,58 @@ func assertNoError(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+// A slave compacts its own store and copies nothing: it keeps the segments holding live
+// messages until the master's copies have been replicated to it, then lets them go and
+// serves the latest values from the replicated copies.
+func TestCompactedTopicOnASlave(t *testing.T) {
+	const topic = "CompactedReplicated"
+	e := newCompactionEnv(t)
+	slave := e.c.StartSlave(t, nil)
+	require.NoError(t, e.a.CreateTopic(adminCtx(t), TopicConfig{Name: topic, ReadQueues: 1, WriteQueues: 1,
+		Attributes: map[string]string{"cleanupPolicy": "compact"}}, Target{}))
+	for i := range 50 {
+		m := message.NewMessage(topic, fmt.Appendf(nil, "v%02d", i))
+		m.SetKeys(fmt.Sprintf("k%d", i%10))
+		_, err := e.p.Send(adminCtx(t), m)
+		require.NoError(t, err)
+	}
+	master, replica := e.c.Broker.Store(), slave.Broker.Store()
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		return master.CompactionStats().Marked == 40 && replica.CompactionStats().Marked == 40
+	}, "master and slave marked the 40 superseded messages (the slave once it has the topic's config)")
+
+	e.createTopic("Filler", 1)
+	for range 160 {
+		_, err := e.p.Send(adminCtx(t), message.NewMessage("Filler", make([]byte, 4<<10)))
+		require.NoError(t, err)
+	}
+	e.clockMs.Add(2 * time.Minute.Milliseconds())
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		lo, _ := replica.CommitLogRange()
+		return lo >= 512<<10
+	}, "the slave deleted its first segments")
+	lo, _ := master.CommitLogRange()
+	require.GreaterOrEqual(t, lo, int64(512<<10), "the master deleted them first")
+	require.Equal(t, int64(10), master.CompactionStats().Copied)
+	require.Zero(t, replica.CompactionStats().Copied, "a slave appends nothing")
+	require.Equal(t, int64(10), replica.CompactionStats().Relocated, "it follows the master's copies")
+
+	var got []string
+	for off := replica.MinOffset(topic, 0); off < replica.MaxOffset(topic, 0); {
+		r, err := replica.PullMessages(topic, 0, off, 32, 1<<20, nil)
+		require.NoError(t, err)
+		for _, b := range r.Messages {
+			rec, _, err := message.DecodeRecord(b)
+			require.NoError(t, err)
+			got = append(got, fmt.Sprintf("%d:%s", rec.QueueOffset, rec.Body))
+		}
+		off = r.NextBeginOffset
+		r.Release()
+	}
+	var want []string
+	for i := 40; i < 50; i++ {
+		want = append(want, fmt.Sprintf("%d:v%02d", i, i))
+	}
+	require.Equal(t, want, got, "the slave serves every latest value from the copies")
+}
