@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/consumequeue"
@@ -160,6 +161,11 @@ func (s *Store) pruneRelocations(minPhy int64) {
 // them, and returns the offset below which segments may be deleted: end when every such
 // record has a durable copy, less when the budget ran out, copying is not allowed or an
 // append failed. Only the cleaner goroutine calls it.
+//
+// It reads what is about to go, not whole queues: the units of each compacted queue
+// from the first one at or after the log's start (a binary search) to end, and the
+// copies in the relocation table that lie below end (a copy being deleted is copied
+// again).
 func (s *Store) copyForward(end int64) int64 {
 	if s.opts.Compaction == nil {
 		return math.MaxInt64
@@ -171,20 +177,19 @@ func (s *Store) copyForward(end int64) int64 {
 		s.log.Error().Err(err).Msg("compaction: reading the copies; no segment is deleted")
 		return 0
 	}
-	limit := end
-	budget := int64(s.opts.CompactionReadsPerRound)
-	copied := false
+	cp := copier{s: s, end: end, limit: end, budget: int64(s.opts.CompactionReadsPerRound)}
+	minPhy := s.cl.MinOffset()
 	buf := make([]consumequeue.Unit, compactionReadBatch)
+	// Originals about to go.
 	s.cqs.Range(func(topic string, queueID int32, q *consumequeue.Queue) bool {
 		if _, ok := s.opts.Compaction(topic); !ok {
 			return true
 		}
 		marked := c.markedOf(topic, queueID)
-		mi := 0
-		for off, hi := q.MinOffset(), q.MaxOffset(); off < hi; {
+		for off, hi := q.OffsetByPhysical(minPhy), q.MaxOffset(); off < hi; {
 			n, err := q.Read(off, buf[:min(hi-off, int64(len(buf)))])
 			if err != nil || n == 0 {
-				break
+				return true
 			}
 			for _, u := range buf[:n] {
 				o := off
@@ -192,43 +197,97 @@ func (s *Store) copyForward(end int64) int64 {
 				if u.Offset >= end {
 					return true // units ascend in the log: the rest of the queue stays
 				}
-				for mi < len(marked) && marked[mi] < o {
-					mi++
-				}
-				if u.Hole() || mi < len(marked) && marked[mi] == o {
+				if u.Hole() || isMarked(marked, o) {
 					continue
 				}
-				at, ok := s.relocated(u.Offset)
-				if !ok {
-					at = u.Offset
+				if at, ok := s.relocated(u.Offset); ok && at >= end {
+					continue // copied by a round whose deletion was put off
 				}
-				if at >= end || at < s.cl.MinOffset() {
-					continue // copied past end already, or lost
-				}
-				if !s.opts.CompactionCopy || budget <= 0 {
-					limit = min(limit, at)
+				if !cp.copy(u.Offset, u.Offset, u.Size, q.String(), o) {
 					return true
 				}
-				budget--
-				if err := s.copyRecord(u.Offset, at, u.Size); err != nil {
-					s.log.Error().Err(err).Str("queue", q.String()).Int64("offset", o).
-						Msg("compaction: copying a live record forward; its segment is kept")
-					limit = min(limit, at)
-					return true
-				}
-				copied = true
 			}
 		}
 		return true
 	})
-	if copied {
+	// Copies about to go.
+	type doomed struct{ orig, at int64 }
+	var again []doomed
+	c.relocMu.RLock()
+	for orig, at := range c.reloc.m {
+		if orig < minPhy && at >= minPhy && at < end { // an original still there is the loop above's
+			again = append(again, doomed{orig, at})
+		}
+	}
+	c.relocMu.RUnlock()
+	for _, d := range again {
+		rec, v, err := s.cl.ReadRecord(d.at)
+		if err != nil {
+			cp.limit = min(cp.limit, d.at)
+			continue
+		}
+		topic, queueID, qoff, size := string(rec.Topic), rec.QueueID, rec.QueueOffset, rec.StoreSize
+		v.Release()
+		if _, ok := s.opts.Compaction(topic); !ok || isMarked(c.markedOf(topic, queueID), qoff) {
+			continue // no longer wanted: it goes with its segment
+		}
+		if !s.unitPointsAt(topic, queueID, qoff, d.orig) {
+			continue // its topic was deleted (maybe created again), or retention dropped it
+		}
+		cp.copy(d.orig, d.at, size, topic, qoff)
+	}
+	if cp.copied {
 		if err := s.cl.Flush(); err != nil {
 			s.log.Error().Err(err).Msg("compaction: flushing the copies; no segment is deleted")
 			return 0
 		}
 		s.kickDispatch()
 	}
-	return limit
+	return cp.limit
+}
+
+// unitPointsAt reports whether the unit at queue offset off of topic's queue queueID
+// exists and points at commit-log offset phy.
+func (s *Store) unitPointsAt(topic string, queueID int32, off, phy int64) bool {
+	q, err := s.cqs.Queue(topic, queueID, false)
+	if err != nil || q == nil || off < q.MinOffset() {
+		return false
+	}
+	u, err := q.Get(off)
+	return err == nil && !u.Hole() && u.Offset == phy
+}
+
+// isMarked reports whether off is among marked (sorted).
+func isMarked(marked []int64, off int64) bool {
+	i := sort.Search(len(marked), func(i int) bool { return marked[i] >= off })
+	return i < len(marked) && marked[i] == off
+}
+
+// copier is one copyForward's progress.
+type copier struct {
+	s          *Store
+	end, limit int64
+	budget     int64
+	copied     bool
+}
+
+// copy copies the record first written at orig, now at at, unless copying is not
+// allowed or the budget is spent; then, and when the copy fails, the segment holding at
+// must stay (limit). It returns false once no further copy should be tried.
+func (cp *copier) copy(orig, at int64, size int32, queue string, off int64) bool {
+	if !cp.s.opts.CompactionCopy || cp.budget <= 0 {
+		cp.limit = min(cp.limit, at)
+		return false
+	}
+	cp.budget--
+	if err := cp.s.copyRecord(orig, at, size); err != nil {
+		cp.s.log.Error().Err(err).Str("queue", queue).Int64("offset", off).
+			Msg("compaction: copying a live record forward; its segment is kept")
+		cp.limit = min(cp.limit, at)
+		return false
+	}
+	cp.copied = true
+	return true
 }
 
 // copyRecord appends a copy of the record first written at orig, now at at (size
