@@ -73,7 +73,7 @@ const (
 	compactionReadBatch   = 256
 )
 
-// ErrCompactionFile means the compaction file does not decode (DecodeCompactionFile);
+// ErrCompactionFile means the compaction file does not decode (decodeCompactionFile);
 // Open logs it and goes on without the file's marks.
 var ErrCompactionFile = errors.New("store: bad compaction file")
 
@@ -114,9 +114,8 @@ type CompactionStats struct {
 
 // latestOf is what a compaction scan knows of one key.
 type latestOf struct {
-	offset    int64
-	storeMs   int64
-	tombstone bool
+	offset  int64
+	storeMs int64
 }
 
 // compactQueue is a round's state of one queue; only rounds (under compaction.mu) touch it.
@@ -420,7 +419,7 @@ func (s *Store) scanQueue(q *consumequeue.Queue, cq *compactQueue, pol Compactio
 			if prev, ok := cq.latest[key]; ok {
 				marks = append(marks, prev.offset)
 			}
-			cq.latest[key] = latestOf{offset: off, storeMs: ms, tombstone: tomb}
+			cq.latest[key] = latestOf{offset: off, storeMs: ms}
 			if tomb {
 				cq.tombs[key] = struct{}{}
 			} else {

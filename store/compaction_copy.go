@@ -31,9 +31,13 @@ import (
 // originals is deleted, so a crash leaves either the original or a durable copy, and at
 // worst an unused copy.
 //
-// A compacted queue's consume-queue files are not cut at the log's new minimum like other
-// queues' (cleanOnce): the queue keeps its units from the first live one on, so a reader
-// from offset 0 still reaches the relocated latest messages.
+// A queue's consume-queue files are cut at the log's new minimum (cutQueuesBelow) only up
+// to its first unit whose record has a live copy: the queue keeps its units from there
+// on, so a reader from the queue's start still reaches the relocated latest messages.
+//
+// A copy is part of the on-disk format: a V1 record (message/record.go) with TOPIC
+// CompactionCopyTopic, QUEUEID 0, no properties, BORNHOST the store host, BORNTIMESTAMP
+// the time of the copy, and as BODY the original record's TOTALSIZE bytes, verbatim.
 //
 // Costs and limits: copying is bounded per round (Options.CompactionReadsPerRound
 // records); a segment is deleted only once every live record in it has been copied, so
