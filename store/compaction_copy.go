@@ -46,7 +46,8 @@ import (
 // nothing and keeps such segments until the master's copies have arrived by replication.
 // Forced cleaning (DiskForceCleanRatio) does not wait: it deletes what it must and the
 // live records it could not copy are lost, like every other message in those segments.
-// Key queries (the index) do not find copies.
+// Key queries (the index) do not find copies; reads by offset (ReadMessage: views by
+// offset message id, send-backs) do.
 
 // CompactionCopyTopic is the internal topic the copies of compacted topics' live
 // records are appended to (a system topic: the broker refuses sends to it, and it has

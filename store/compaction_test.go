@@ -496,6 +496,16 @@ func TestCompactionCopiesLiveRecordsBeforeCleanup(t *testing.T) {
 	ts, err := s.EarliestStoreTime("Cmp", 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(1_700_000_000_000), ts, "store times are read from the copies")
+	q, err := s.cqs.Queue("Cmp", 0, false)
+	require.NoError(t, err)
+	u, err := q.Get(7)
+	require.NoError(t, err)
+	require.Less(t, u.Offset, s.CommitLog().MinOffset())
+	rec, v, err := s.ReadMessage(u.Offset)
+	require.NoError(t, err, "a read by the original offset (VIEW_MESSAGE_BY_ID, a send-back) finds the copy")
+	require.Equal(t, "v0-k7", string(rec.Body))
+	require.Equal(t, u.Offset, rec.PhysicalOffset)
+	v.Release()
 
 	// A restart rebuilds the relocation table from the copies.
 	require.NoError(t, s.Shutdown(context.Background()))

@@ -391,9 +391,10 @@ func (s *Store) readSegmentFrom(phy int64) (*commitlog.View, error) {
 }
 
 // ReadMessage returns the record at a physical offset and the view holding it; the caller
-// releases the view.
+// releases the view. A compacted topic's record whose segment is gone is read from its
+// copy (compaction_copy.go), so its offset message id keeps working.
 func (s *Store) ReadMessage(phy int64) (message.Record, *commitlog.View, error) {
-	rec, v, err := s.cl.ReadRecord(phy)
+	rec, v, err := s.readRecordAt(phy)
 	if err != nil {
 		return rec, nil, fmt.Errorf("%w at %d: %w", ErrNotFound, phy, err)
 	}
