@@ -182,6 +182,8 @@ func TestCompactedTopicWithConcurrentProducers(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tp.Close()) })
 	_, err = tp.Send(adminCtx(t), &message.Message{Topic: topic})
 	require.ErrorIs(t, err, ErrIllegalMessage, "Send still refuses an empty body")
+	_, err = tp.SendTombstone(adminCtx(t), message.NewMessage(topic, []byte("x")))
+	require.ErrorIs(t, err, ErrIllegalMessage, "a tombstone has no body")
 	tr, err := tp.SendTombstone(adminCtx(t), NewTombstone(topic, "key-05"))
 	require.NoError(t, err)
 	all = append(all, sent{key: "key-05", queue: tr.QueueID, off: tr.QueueOffset})
