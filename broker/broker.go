@@ -196,6 +196,8 @@ func (b *Broker) openParts() error {
 	so.TagsCode = schedule.TagsCoder(o.DelayLevels)
 	so.Notify = b.dispatched
 	so.Retention = b.retentionOf
+	so.Compaction = b.compactionOf
+	so.CompactionCopy = o.Role != RoleSlave // a slave's log is written by replication only
 	if o.MetricsEnable {
 		so.FS = &syncTimedFS{FS: so.FS, dir: filepath.Join(filepath.Clean(so.Dir), store.CommitLogDirName), h: b.meters.flush}
 	}
@@ -321,6 +323,10 @@ func (b *Broker) damageInfo() map[string]string {
 	m["ferryRetentionExpired"] = strconv.FormatInt(rm.Expired, 10)
 	m["ferryPullOffsetTooSmall"] = strconv.FormatInt(rm.SkippedPulls, 10)
 	m["ferryPullSkippedMessages"] = strconv.FormatInt(rm.SkippedMessages, 10)
+	cs := b.store.CompactionStats()
+	m["ferryCompactionMarked"] = strconv.FormatInt(cs.Marked, 10)
+	m["ferryCompactionSkipped"] = strconv.FormatInt(cs.Skipped, 10)
+	m["ferryCompactionRelocated"] = strconv.FormatInt(cs.Relocated, 10)
 	if b.dedup != nil {
 		st := b.dedup.Stats()
 		m["ferryDedupKeys"] = strconv.Itoa(st.Keys)

@@ -50,6 +50,8 @@ type Metrics struct {
 	Dedup dedup.Stats
 	// Retention is the per-topic retention and consumer-skip counters.
 	Retention RetentionMetrics
+	// Compaction is the compacted topics' counters.
+	Compaction store.CompactionStats
 	// RequestBytes is the request memory the remoting server holds and RequestBytesLimit
 	// its bound (Options.MaxRequestBytes).
 	RequestBytes, RequestBytesLimit int64
@@ -182,6 +184,7 @@ func (b *Broker) Metrics() Metrics {
 	}
 	m.ScheduledMessages = b.scheduledWaiting()
 	m.Retention = b.retentionMetrics()
+	m.Compaction = b.store.CompactionStats()
 	if b.server != nil {
 		m.RequestBytes, m.RequestBytesLimit = b.server.RequestBytes(), b.server.RequestBytesLimit()
 	}

@@ -259,11 +259,16 @@ func (p *Producer) Send(ctx context.Context, msg *message.Message) (SendResult, 
 // SendAsync sends msg and calls done exactly once with its result, on a client goroutine
 // (done must not block for long). ctx bounds the whole send, retries included.
 func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, done func(SendResult, error)) {
+	p.sendAsync(ctx, msg, false, done)
+}
+
+// sendAsync is SendAsync; tombstone allows (and requires) an empty body.
+func (p *Producer) sendAsync(ctx context.Context, msg *message.Message, tombstone bool, done func(SendResult, error)) {
 	if len(msg.Body) > p.opts.maxBodySize {
 		p.sendChunked(ctx, msg, done) // chunk.go
 		return
 	}
-	out, err := p.prepare(msg)
+	out, err := p.prepareAs(msg, tombstone)
 	if err != nil {
 		done(SendResult{}, err)
 		return
@@ -369,11 +374,23 @@ type outgoing struct {
 // prepare checks msg against the broker's limits, gives it a UNIQ_KEY and encodes its
 // properties (compressing a large body); its topic goes in the client's namespace.
 func (p *Producer) prepare(msg *message.Message) (*outgoing, error) {
+	return p.prepareAs(msg, false)
+}
+
+// prepareAs is prepare; tombstone requires an empty body (SendTombstone).
+func (p *Producer) prepareAs(msg *message.Message, tombstone bool) (*outgoing, error) {
 	topic := p.c.nsWrap(msg.Topic)
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
 	}
-	if err := msg.Validate(p.opts.maxBodySize); err != nil {
+	err := msg.Validate(p.opts.maxBodySize)
+	switch {
+	case tombstone && len(msg.Body) != 0:
+		return nil, fmt.Errorf("%w: a tombstone has an empty body", ErrIllegalMessage)
+	case tombstone && errors.Is(err, message.ErrBodyEmpty):
+		err = nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIllegalMessage, err)
 	}
 	out, _ := p.outs.Get().(*outgoing)

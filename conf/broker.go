@@ -205,6 +205,11 @@ type BrokerConfig struct {
 	// 10s. Key broker.cleanResourceInterval, env
 	// FERRY_BROKER_CLEAN_RESOURCE_INTERVAL.
 	CleanResourceInterval time.Duration `mapstructure:"cleanResourceInterval" default:"10s" check:"positive" option:"Store.CleanInterval" property:"cleanResourceInterval" meaning:"how often segments are looked for that may or must be deleted"`
+	// CompactionReadsPerRound bounds the commit-log records one compaction round
+	// of the compacted topics (cleanupPolicy=compact) reads, and the live records
+	// of theirs the cleanup copies forward, per round. Default 65536. Key
+	// broker.compactionReadsPerRound, env FERRY_BROKER_COMPACTION_READS_PER_ROUND.
+	CompactionReadsPerRound int `mapstructure:"compactionReadsPerRound" default:"65536" check:"positive" option:"Store.CompactionReadsPerRound" meaning:"records a compaction round reads, and live records the cleanup copies forward, per round"`
 	// ScrubInterval runs a background scrub this often: every commit-log record
 	// checked (body CRC included) and every consume-queue unit against its
 	// record, the findings logged and counted; it only reports (ferry scrub

@@ -272,3 +272,20 @@ func TestTruncateByPhysical(t *testing.T) {
 		})
 	}
 }
+
+func TestOffsetByPhysical(t *testing.T) {
+	for _, c := range bothFS(t) {
+		t.Run(c.name, func(t *testing.T) {
+			s := openStore(t, testOpts(c.fs, c.root, 4))
+			q := mustQueue(t, s, "T", 0)
+			require.Zero(t, q.OffsetByPhysical(0), "empty queue")
+			appendN(t, q, 0, 14) // unit i points at 1000·i
+			for phy, want := range map[int64]int64{-1: 0, 0: 0, 1: 1, 999: 1, 1000: 1, 5050: 6, 13_000: 13, 13_001: 14, 1 << 40: 14} {
+				require.Equal(t, want, q.OffsetByPhysical(phy), "phy %d", phy)
+			}
+			_, err := q.DeleteBefore(6000)
+			require.NoError(t, err)
+			require.Equal(t, int64(6), q.OffsetByPhysical(0), "never below the minimum")
+		})
+	}
+}

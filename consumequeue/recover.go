@@ -409,3 +409,15 @@ func (q *Queue) SetMinOffset(off int64) error {
 	q.seg.Unlock()
 	return nil
 }
+
+// OffsetByPhysical returns the first queue offset in [MinOffset, MaxOffset) whose unit
+// points at or after commit-log offset phy (MaxOffset if none): a binary search, since a
+// queue's units are in commit-log order.
+func (q *Queue) OffsetByPhysical(phy int64) int64 {
+	q.w.Lock()
+	defer q.w.Unlock()
+	if q.w.closed {
+		return q.max.Load()
+	}
+	return q.searchPhysical(q.min.Load(), q.max.Load(), phy)
+}

@@ -78,6 +78,8 @@ type BrokerCollector struct {
 	halfMessages, scheduled, requestBytes, requestLimit    *prometheus.Desc
 	dedupKeys, dedupDuplicates, dedupEvicted               *prometheus.Desc
 	retentionExpired, skippedPulls, skippedMessages        *prometheus.Desc
+	compactionReads, compactionMarked, compactionSkipped   *prometheus.Desc
+	compactionCopied                                       *prometheus.Desc
 }
 
 // NewBrokerCollector returns a collector of src.
@@ -153,6 +155,14 @@ func NewBrokerCollector(src BrokerSource) *BrokerCollector {
 			"Pulls whose offset was below the queue's minimum (retention or cleanup), answered with the minimum as the next offset."),
 		skippedMessages: desc("ferry_pull_skipped_messages_total",
 			"Messages consumers skipped because their offset was below the queue's minimum: the minimum minus the offset, summed."),
+		compactionReads: desc("ferry_compaction_reads_total",
+			"Records compaction rounds read to find keys (cleanupPolicy=compact topics), since the store opened."),
+		compactionMarked: desc("ferry_compaction_marked_total",
+			"Messages of compacted topics marked superseded or expired tombstones since the store opened; pulls skip them."),
+		compactionSkipped: desc("ferry_compaction_skipped_offsets",
+			"Queue offsets of compacted topics pulls skip now (marks kept in the compaction file)."),
+		compactionCopied: desc("ferry_compaction_copied_bytes_total",
+			"Bytes of compacted topics' live records copied forward before the commit-log cleanup deleted their segment, since the store opened."),
 		requestBytes: desc("ferry_remoting_request_bytes",
 			"Bytes of request frames the broker holds (being received, queued or handled)."),
 		requestLimit: desc("ferry_remoting_request_bytes_limit",
@@ -168,7 +178,8 @@ func (c *BrokerCollector) descs() []*prometheus.Desc {
 		c.diskUsed, c.flushLatency, c.badReads, c.quarantined, c.scrubs, c.findings,
 		c.slaves, c.replLag, c.syncStateSet, c.masterEpoch, c.masterConn,
 		c.halfMessages, c.scheduled, c.requestBytes, c.requestLimit, c.dedupKeys, c.dedupDuplicates, c.dedupEvicted,
-		c.retentionExpired, c.skippedPulls, c.skippedMessages}
+		c.retentionExpired, c.skippedPulls, c.skippedMessages, c.compactionReads, c.compactionMarked, c.compactionSkipped,
+		c.compactionCopied}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -209,6 +220,10 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.retentionExpired, float64(m.Retention.Expired))
 	counter(c.skippedPulls, float64(m.Retention.SkippedPulls))
 	counter(c.skippedMessages, float64(m.Retention.SkippedMessages))
+	counter(c.compactionReads, float64(m.Compaction.Reads))
+	counter(c.compactionMarked, float64(m.Compaction.Marked))
+	gauge(c.compactionSkipped, float64(m.Compaction.Skipped))
+	counter(c.compactionCopied, float64(m.Compaction.CopiedBytes))
 	gauge(c.requestBytes, float64(m.RequestBytes))
 	gauge(c.requestLimit, float64(m.RequestBytesLimit))
 	gauge(c.producerConns, float64(m.ProducerConnections))

@@ -36,6 +36,9 @@ const (
 	OffsetMovedEventTopic = "OFFSET_MOVED_EVENT"
 	// SystemTopicPrefix marks every topic name reserved for the system.
 	SystemTopicPrefix = "rmq_sys_"
+	// CompactionCopyTopic holds the store's copies of compacted topics' live records
+	// (store.CompactionCopyTopic, the same name); clients never send to it.
+	CompactionCopyTopic = "rmq_sys_ferry_compaction_copy"
 
 	// DefaultProducerGroup is the Go client's default producer group.
 	DefaultProducerGroup = "DEFAULT_PRODUCER"
@@ -124,7 +127,7 @@ func IsSystemTopic(name string) bool {
 func IsSendForbiddenTopic(topic string) bool {
 	switch topic {
 	case ScheduleTopic, ScheduleTopicV2, TransHalfTopic, TransOpHalfTopic,
-		TransCheckMaxTimeTopic, SelfTestTopic, OffsetMovedEventTopic:
+		TransCheckMaxTimeTopic, SelfTestTopic, OffsetMovedEventTopic, CompactionCopyTopic:
 		return true
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"github.com/ferrymq/ferry/commitlog"
@@ -182,6 +183,13 @@ func (s *Store) PullMessages(topic string, queueID int32, offset int64, maxMsgs,
 // collect fills r from q starting at offset.
 func (s *Store) collect(r *GetResult, q *consumequeue.Queue, offset int64, maxMsgs, maxBytes int, filter Filter) error {
 	next := offset
+	// Offsets a compaction round marked (superseded, expired tombstones) are skipped
+	// like units a filter refuses; mi walks the sorted marks along with next.
+	marked := s.comp.markedOf(q.Topic(), q.QueueID())
+	mi := 0
+	if len(marked) > 0 {
+		mi = sort.Search(len(marked), func(i int) bool { return marked[i] >= offset })
+	}
 	var view *commitlog.View // the segment view messages are cut from
 	minPhy := s.cl.MinOffset()
 	lastPhy := int64(-1) // physical offset of the last unit scanned
@@ -209,21 +217,45 @@ scan:
 			if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
 				continue
 			}
-			if u.Offset < minPhy || u.Hole() {
-				continue // its segment was deleted, or it was lost to damage
+			if mi < len(marked) {
+				for mi < len(marked) && marked[mi] < next-1 {
+					mi++
+				}
+				if mi < len(marked) && marked[mi] == next-1 {
+					continue
+				}
 			}
-			if view == nil || u.Offset < view.Offset() || u.End() > view.Offset()+int64(len(view.Bytes())) {
-				v, err := s.readSegmentFrom(u.Offset)
+			if u.Hole() {
+				continue // lost to damage
+			}
+			// at is where the record is: where it was written, or its copy once that
+			// segment is gone (a compacted topic's live record, compaction_copy.go).
+			at := u.Offset
+			if at < minPhy {
+				var ok bool
+				if at, ok = s.relocated(u.Offset); !ok || at < minPhy {
+					continue // its segment was deleted
+				}
+			}
+			if view == nil || at < view.Offset() || at+int64(u.Size) > view.Offset()+int64(len(view.Bytes())) {
+				v, err := s.readSegmentFrom(at)
+				if errors.Is(err, commitlog.ErrDeleted) || errors.Is(err, commitlog.ErrOutOfRange) {
+					// Deleted since minPhy was read: a copy may have been made just before.
+					if copyAt, ok := s.relocated(u.Offset); ok && copyAt != at {
+						at = copyAt
+						v, err = s.readSegmentFrom(at)
+					}
+				}
 				if errors.Is(err, commitlog.ErrDeleted) || errors.Is(err, commitlog.ErrOutOfRange) {
 					continue
 				}
 				if err != nil {
-					return fmt.Errorf("store: read message at %d: %w", u.Offset, err)
+					return fmt.Errorf("store: read message at %d: %w", at, err)
 				}
 				r.views = append(r.views, v)
 				view = v
 			}
-			rel := u.Offset - view.Offset()
+			rel := at - view.Offset()
 			b := view.Bytes()[rel : rel+int64(u.Size) : rel+int64(u.Size)]
 			var body []byte
 			if !s.noReadChecks {
@@ -359,9 +391,10 @@ func (s *Store) readSegmentFrom(phy int64) (*commitlog.View, error) {
 }
 
 // ReadMessage returns the record at a physical offset and the view holding it; the caller
-// releases the view.
+// releases the view. A compacted topic's record whose segment is gone is read from its
+// copy (compaction_copy.go), so its offset message id keeps working.
 func (s *Store) ReadMessage(phy int64) (message.Record, *commitlog.View, error) {
-	rec, v, err := s.cl.ReadRecord(phy)
+	rec, v, err := s.readRecordAt(phy)
 	if err != nil {
 		return rec, nil, fmt.Errorf("%w at %d: %w", ErrNotFound, phy, err)
 	}
@@ -391,7 +424,7 @@ func (s *Store) MaxOffset(topic string, queueID int32) int64 {
 
 // storeTimeOf reads the store timestamp of the record at phy.
 func (s *Store) storeTimeOf(phy int64, _ int32) (int64, error) {
-	rec, v, err := s.cl.ReadRecord(phy)
+	rec, v, err := s.readRecordAt(phy)
 	if err != nil {
 		return 0, err
 	}
@@ -466,6 +499,9 @@ func (s *Store) DeleteTopic(topic string) error {
 	s.addTombstone(topic, s.cl.MaxOffset())
 	s.cl.RemoveTopic(topic)
 	if err := s.cqs.DeleteTopic(topic); err != nil {
+		return fmt.Errorf("store: delete topic %s: %w", topic, err)
+	}
+	if err := s.resetCompaction(topic); err != nil {
 		return fmt.Errorf("store: delete topic %s: %w", topic, err)
 	}
 	// Forget the topic's queues at once: a start that found them listed but gone would

@@ -18,7 +18,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testkit.RunChildRole(map[string]func([]string){"crash": crashChild, "recover": recoverChild, "truncate": truncateChild})
+	testkit.RunChildRole(map[string]func([]string){"crash": crashChild, "recover": recoverChild, "truncate": truncateChild,
+		"compact": compactChild})
 	goleak.VerifyTestMain(m)
 }
 

@@ -108,6 +108,21 @@ type Options struct {
 	// oldest ones while the queue holds more than maxBytes (see retention.go). It is
 	// called from the cleaner goroutine and must not block.
 	Retention func(topic string) (maxAge time.Duration, maxBytes int64)
+
+	// Compaction, if set, says whether a topic is compacted and how (ok=false: not
+	// compacted). Every CleanInterval a compaction round marks the messages of
+	// compacted topics that a later message of the same key supersedes, and the
+	// tombstones older than their delay, and pulls skip them (see compaction.go). It is
+	// called from the cleaner goroutine and must not block.
+	Compaction func(topic string) (policy CompactionPolicy, ok bool)
+	// CompactionReadsPerRound bounds the commit-log records one compaction round reads
+	// (65,536): the round's I/O is at most this many record reads every CleanInterval.
+	CompactionReadsPerRound int
+	// CompactionCopy lets the cleanup copy compacted topics' live records forward before
+	// it deletes their commit-log segment (true; see compaction_copy.go). A slave, whose
+	// log is a replica of its master's, sets it false: it keeps such segments until the
+	// master's copies have been replicated.
+	CompactionCopy bool
 }
 
 // DefaultOptions returns RocketMQ's defaults on the real file system. Dir must be set.
@@ -136,6 +151,9 @@ func DefaultOptions() Options {
 		DiskForceCleanRatio:   0.85,
 		DiskFullRatio:         0.90,
 		DiskCheckInterval:     time.Second,
+
+		CompactionReadsPerRound: 1 << 16,
+		CompactionCopy:          true,
 	}
 }
 
@@ -174,6 +192,9 @@ func (o *Options) Validate() error {
 		o.DiskMaxUsedRatio <= o.DiskFullRatio && o.DiskFullRatio <= 1) {
 		bad("need 0 < DiskMaxUsedRatio <= DiskForceCleanRatio <= 1 and DiskMaxUsedRatio <= DiskFullRatio <= 1, got %v, %v, %v",
 			o.DiskMaxUsedRatio, o.DiskForceCleanRatio, o.DiskFullRatio)
+	}
+	if o.CompactionReadsPerRound <= 0 {
+		bad("CompactionReadsPerRound must be positive, got %d", o.CompactionReadsPerRound)
 	}
 	for _, h := range o.DeleteWhen {
 		if h < 0 || h > 23 {
@@ -229,6 +250,7 @@ func (o *Options) quarantineDir() string  { return filepath.Join(o.Dir, "quarant
 func (o *Options) queueTablePath() string { return filepath.Join(o.Dir, queueTableName) }
 func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") }
 func (o *Options) retentionPath() string  { return filepath.Join(o.Dir, retentionFileName) }
+func (o *Options) compactionPath() string { return filepath.Join(o.Dir, compactionFileName) }
 
 func (o *Options) commitLogOptions() commitlog.Options {
 	c := commitlog.DefaultOptions()

@@ -120,7 +120,10 @@ func (s *Store) recover() error {
 		s.cl.SetQueueOffset(topic, queueID, max(q.MaxOffset(), s.cl.QueueOffset(topic, queueID)))
 		return true
 	})
-	if _, err := s.cqs.DeleteBefore(s.cl.MinOffset()); err != nil {
+	if err := s.loadRelocations(); err != nil {
+		return err
+	}
+	if err := s.cutQueuesBelow(s.cl.MinOffset()); err != nil {
 		return fmt.Errorf("store: drop consume-queue files below the log: %w", err)
 	}
 	s.log.Info().Bool("uncleanShutdown", abort).Bool("checkpoint", cp.Valid).Int64("scanFrom", from).

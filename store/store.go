@@ -78,6 +78,7 @@ type Store struct {
 		written bool
 	}
 	ret    retention    // per-topic retention state (retention.go); the cleaner goroutine
+	comp   compaction   // compacted topics' state (compaction.go)
 	unlock func() error // releases the data directory's lock (Options.lockPath)
 	phases openPhases   // how long Open's steps took, for the "store recovered" line
 }
@@ -158,6 +159,9 @@ func (s *Store) openParts() error {
 		return errors.Join(err, s.closeParts())
 	}
 	if err := s.loadRetention(); err != nil {
+		return errors.Join(err, s.closeParts())
+	}
+	if err := s.loadCompaction(); err != nil {
 		return errors.Join(err, s.closeParts())
 	}
 	if err := opts.FS.WriteFileAtomic(opts.abortPath(), nil); err != nil {

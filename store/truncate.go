@@ -24,6 +24,8 @@ import (
 // Truncate opens the store (taking its lock, recovering it as Open does, so a store that
 // crashed is first made consistent), then:
 //
+//  0. removes the compaction file (compaction.go): a mark's superseding message may be
+//     among the records cut, and the next start's rounds mark again;
 //  1. writes a checkpoint whose flushed and dispatched offsets are offset, so that a
 //     recovery after a crash in any later step scans the log from offset and re-derives
 //     consume queues and index from there, whatever the later steps left;
@@ -71,6 +73,11 @@ func (s *Store) truncate(offset int64) error {
 		return nil
 	}
 	s.log.Warn().Int64("offset", offset).Int64("end", maxOff).Msg("truncating the store: records at or after the offset are dropped")
+	// Step 0: compaction marks go (the cut may take the message that made one); the
+	// rounds of the next start mark again from what is left.
+	if err := s.removeCompactionFile(); err != nil {
+		return fmt.Errorf("store: truncate: %w", err)
+	}
 	// Step 1: a lowered checkpoint. Consume queues and index are durable up to the
 	// recovered end (recovery flushed them), so they are below offset.
 	cp := checkpoint{Valid: true, FlushedOffset: offset, DispatchedOffset: offset}

@@ -16,7 +16,7 @@ type topicAttrFlags struct {
 // add registers the flags on cmd.
 func (f *topicAttrFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.set, "attr", nil,
-		"set a topic attribute key=value (repeatable), e.g. dedupWindow=10m (deduplicated sends), retentionTime=24h, retentionBytes=10GiB or message.type=NORMAL")
+		"set a topic attribute key=value (repeatable), e.g. dedupWindow=10m (deduplicated sends), retentionTime=24h, retentionBytes=10GiB, cleanupPolicy=compact or message.type=NORMAL")
 	cmd.Flags().StringArrayVar(&f.remove, "remove-attr", nil, "remove a topic attribute (repeatable)")
 	cmd.Flags().StringVar(&f.dedup, "dedup-window", "",
 		"deduplicated sends: a retry of a message stored within this long is answered and not stored again (1s..24h; off removes it)")

@@ -37,7 +37,8 @@ var ErrBadAttribute = errors.New("topicconf: bad topic attribute")
 
 // knownAttributes lists the attribute keys the broker accepts, sorted.
 func knownAttributes() []string {
-	return []string{AttrDedupWindow, AttrMessageType, AttrRetentionBytes, AttrRetentionTime}
+	return []string{AttrRocketMQCleanupPolicy, AttrCleanupPolicy, AttrCompactionKey, AttrDedupWindow, AttrDeleteRetention,
+		AttrMessageType, AttrRetentionBytes, AttrRetentionTime}
 }
 
 // checkAttribute validates value for key; ok is false for an unknown key.
@@ -51,6 +52,15 @@ func checkAttribute(key, value string) (ok bool, err error) {
 		return true, err
 	case AttrRetentionBytes:
 		return true, checkRetentionBytes(value)
+	case AttrCleanupPolicy:
+		return true, checkCleanupPolicy(value)
+	case AttrRocketMQCleanupPolicy:
+		return true, checkRocketMQCleanupPolicy(value)
+	case AttrCompactionKey:
+		return true, checkCompactionKey(value)
+	case AttrDeleteRetention:
+		_, err := parseDeleteRetention(value)
+		return true, err
 	case AttrMessageType:
 		if !slices.Contains([]string{"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}, value) {
 			return true, fmt.Errorf("%q is not one of NORMAL, FIFO, DELAY, TRANSACTION, MIXED", value)
