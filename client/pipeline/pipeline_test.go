@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,43 +19,41 @@ import (
 
 	"github.com/ferrymq/ferry/client"
 	"github.com/ferrymq/ferry/internal/leaktest"
+	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 	"github.com/ferrymq/ferry/testutil"
 )
 
-// The kill test's child processes are this test binary run again with childEnv set to
-// the output topic; TestMain hands them to runChild instead of the tests.
+// The kill test's child processes are this test binary run again in the role "pipeline"
+// (internal/testkit), with the name server, the group and the output topic as arguments.
 const (
-	childEnv   = "FERRY_PIPELINE_CHILD"
-	namesrvEnv = "FERRY_PIPELINE_NAMESRV"
-	groupEnv   = "FERRY_PIPELINE_GROUP"
-	inTopic    = "WcLines"
-	queues     = 4
+	inTopic = "WcLines"
+	queues  = 4
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runChild())
-	}
+	testkit.RunChildRole(map[string]func([]string){"pipeline": runChild})
 	goleak.VerifyTestMain(m, leaktest.Netpoll()...)
 }
 
-// runChild runs the word-count pipeline of the group and output topic its environment
-// names until it is killed, and returns the process's exit status should it stop.
-func runChild() int {
-	log := zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.InfoLevel)
-	cl, err := client.New(client.WithNameServers(os.Getenv(namesrvEnv)), client.WithLogger(log))
-	if err == nil {
-		var p *Pipeline
-		o := wordCountOptions(os.Getenv(groupEnv), os.Getenv(childEnv))
-		o.Logger = log
-		p, err = New(cl, o)
-		if err == nil {
-			err = p.Run(context.Background())
+// runChild runs the word-count pipeline of args (name server, group, output topic) until
+// it is killed; should it stop, it says why and exits with status 1.
+func runChild(args []string) {
+	err := errors.New("want arguments: name server, group, output topic")
+	if len(args) == 3 {
+		log := zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.InfoLevel)
+		var cl *client.Client
+		if cl, err = client.New(client.WithNameServers(args[0]), client.WithLogger(log)); err == nil {
+			o := wordCountOptions(args[1], args[2])
+			o.Logger = log
+			var p *Pipeline
+			if p, err = New(cl, o); err == nil {
+				err = p.Run(context.Background())
+			}
 		}
 	}
 	fmt.Fprintln(os.Stderr, "pipeline child:", err)
-	return 1
+	os.Exit(1)
 }
 
 // wordCount is the transform under test: one message per word of the input line, to
@@ -177,37 +173,6 @@ func readAll(t *testing.T, cl *client.Client, topic string) map[output]int {
 	return got
 }
 
-// child is a running pipeline process.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// startChild starts a pipeline process of group writing to out.
-func startChild(t *testing.T, namesrv, group, out, logPath string) *child {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+out, namesrvEnv+"="+namesrv, groupEnv+"="+group)
-	f, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = f, f
-	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = f.Close()
-		close(c.done)
-	}()
-	t.Cleanup(c.kill)
-	return c
-}
-
-// kill SIGKILLs the child and waits for it to be gone.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.done
-}
-
 // TestWordCountSurvivesKills: a word-count pipeline process is SIGKILLed again and again
 // — while it starts, rebalances, transforms, or has a transaction half sent or half
 // ended — while its input is still being written, and restarted each time. In the end its
@@ -236,24 +201,27 @@ func TestWordCountSurvivesKills(t *testing.T) {
 	// Rounds: a process starts — next to the one running, half of the time, so that the
 	// two rebalance the input's queues between them with transactions in flight — and,
 	// once there is some progress or after a random time, one of them is killed.
-	dir := t.TempDir()
+	var started []*testkit.Child
+	startChild := func() *testkit.Child {
+		ch := testkit.StartChild(t, "pipeline", c.NamesrvAddr, "wc", outTopic)
+		started = append(started, ch)
+		return ch
+	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		qs, err := cl.Admin().ConsumerOffsets(context.Background(), "wc", inTopic)
 		t.Logf("offsets of wc: %+v (%v)", qs, err)
-		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-		for _, l := range logs {
-			b, _ := os.ReadFile(l)
-			t.Logf("%s (last 3000 bytes):\n%s", filepath.Base(l), b[max(0, len(b)-3000):])
+		for i, ch := range started {
+			e := ch.Stderr()
+			t.Logf("child %d, the end of its log:\n%s", i, e[max(0, len(e)-3000):])
 		}
 	})
 	midway := 0 // kills that found the pipeline with input left to do
-	var running []*child
+	var running []*testkit.Child
 	for round := range rounds {
-		running = append(running, startChild(t, c.NamesrvAddr, "wc", outTopic,
-			filepath.Join(dir, fmt.Sprintf("child-%d.log", round))))
+		running = append(running, startChild())
 		before, _ := progress(t, cl, "wc")
 		if rng.IntN(3) == 0 {
 			// Anywhere from start-up on: connecting, rebalancing, the first transactions.
@@ -269,14 +237,14 @@ func TestWordCountSurvivesKills(t *testing.T) {
 			continue // the next one starts beside it
 		}
 		i := rng.IntN(len(running))
-		running[i].kill()
+		running[i].Kill(t)
 		running = slices.Delete(running, i, i+1)
 		if done, _ := progress(t, cl, "wc"); done < lines {
 			midway++
 		}
 	}
 	require.GreaterOrEqual(t, midway, rounds/3, "most kills land while there is work")
-	running = append(running, startChild(t, c.NamesrvAddr, "wc", outTopic, filepath.Join(dir, "child-last.log")))
+	running = append(running, startChild())
 	for _, g := range []string{"wc", "wc-clean"} {
 		testutil.Eventually(t, 120*time.Second, func() bool {
 			done, _ := progress(t, cl, g)
@@ -284,7 +252,7 @@ func TestWordCountSurvivesKills(t *testing.T) {
 		}, g+": every line committed")
 	}
 	for _, ch := range running {
-		ch.kill()
+		ch.Kill(t)
 	}
 	cancel()
 	wg.Wait()

@@ -159,6 +159,9 @@ func (c *Child) Kill(tb testing.TB) {
 	<-c.exited
 }
 
+// Stderr returns what the child has written to its standard error so far.
+func (c *Child) Stderr() string { return c.stderr.String() }
+
 // Pid returns the child's process id.
 func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
