@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferrymq/ferry/commitlog"
 	"github.com/ferrymq/ferry/internal/testkit"
 	"github.com/ferrymq/ferry/message"
 )
@@ -38,14 +37,8 @@ func compactKillOptions(dir string) Options {
 func compactChild(args []string) {
 	dir, round := args[0], args[1]
 	o := compactKillOptions(dir)
-	o.FlushMode = commitlog.FlushSync
 	o.CheckpointInterval = 20 * time.Millisecond
-	s, err := Open(o)
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	s.Start()
+	s := openChildStore(o)
 	out := bufio.NewWriter(os.Stdout)
 	filler := make([]byte, 2000)
 	for n := 0; ; n++ {

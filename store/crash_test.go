@@ -227,19 +227,26 @@ func crashOptions(dir string) Options {
 	return o
 }
 
-// crashChild is the child side of the real-crash test (args: the store's directory and
-// the round): append with sync flush forever, printing every durable acknowledgement.
-func crashChild(args []string) {
-	dir, round := args[0], args[1]
-	o := crashOptions(dir)
+// openChildStore opens and starts a crash test child's store with sync flush; a failure
+// is an "ERR" line and exit status 2.
+func openChildStore(o Options) *Store {
 	o.FlushMode = commitlog.FlushSync
-	o.CheckpointInterval = 50 * time.Millisecond
 	s, err := Open(o)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
 	s.Start()
+	return s
+}
+
+// crashChild is the child side of the real-crash test (args: the store's directory and
+// the round): append with sync flush forever, printing every durable acknowledgement.
+func crashChild(args []string) {
+	dir, round := args[0], args[1]
+	o := crashOptions(dir)
+	o.CheckpointInterval = 50 * time.Millisecond
+	s := openChildStore(o)
 	out := bufio.NewWriter(os.Stdout)
 	for n := 0; ; n++ {
 		uniq := fmt.Sprintf("R%s-%06d", round, n)
