@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/consumequeue"
+	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 )
 
@@ -120,9 +121,10 @@ type latestOf struct {
 
 // compactQueue is a round's state of one queue; only rounds (under compaction.mu) touch it.
 type compactQueue struct {
-	next   int64               // the next queue offset to scan
-	latest map[string]latestOf // key -> its latest message scanned
-	tombs  map[string]struct{} // keys whose latest message is a tombstone not yet dropped
+	next    int64               // the next queue offset to scan
+	latest  map[string]latestOf // key -> its latest message scanned
+	tombs   map[string]struct{} // keys whose latest message is a tombstone not yet dropped
+	keyProp string              // the CompactionPolicy.KeyProperty latest was built with
 }
 
 // compaction is the store's compaction state.
@@ -318,8 +320,12 @@ func (s *Store) compactOnce() int64 {
 		}
 		live[k], compacted = true, true
 		cq := c.queues[k]
-		if cq == nil {
-			cq = &compactQueue{next: q.MinOffset(), latest: map[string]latestOf{}, tombs: map[string]struct{}{}}
+		if cq == nil || cq.keyProp != pol.KeyProperty {
+			// New, or its key changed (compactionKey): scan it again from its start under
+			// the new key, so that no key extracted the old way marks anything. What was
+			// marked before stays marked.
+			cq = &compactQueue{next: q.MinOffset(), latest: map[string]latestOf{}, tombs: map[string]struct{}{},
+				keyProp: pol.KeyProperty}
 			c.queues[k] = cq
 		}
 		cq.next = max(cq.next, q.MinOffset())
@@ -528,19 +534,22 @@ func (s *Store) resetCompaction(topic string) error {
 		}
 		next[k] = offs
 	}
+	if found {
+		// The file first: should it fail, the marks stay (in memory and on disk) and the
+		// next DeleteTopic writes it again, so a restart never loads them for a topic
+		// created again under the name.
+		if err := s.opts.FS.WriteFileAtomic(s.opts.compactionPath(), encodeCompactionFile(next)); err != nil &&
+			!errors.Is(err, mmap.ErrRenameNotDurable) {
+			return fmt.Errorf("store: write compaction file: %w", err)
+		}
+		c.publish(next)
+	}
 	for k := range c.queues {
 		if k.topic == topic {
 			delete(c.queues, k)
 		}
 	}
 	c.nqueues.Store(int64(len(c.queues)))
-	if !found {
-		return nil
-	}
-	c.publish(next)
-	if err := s.opts.FS.WriteFileAtomic(s.opts.compactionPath(), encodeCompactionFile(next)); err != nil {
-		return fmt.Errorf("store: write compaction file: %w", err)
-	}
 	return nil
 }
 

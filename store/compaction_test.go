@@ -607,3 +607,58 @@ func TestCompactionCopiesAreDurableBeforeDeletion(t *testing.T) {
 	require.Equal(t, []string{"0:v0", "1:v1", "2:v2", "3:v3", "4:v4", "5:v5"}, bodies(t, rs, "Cmp"))
 	require.Equal(t, int64(6), rs.CompactionStats().Relocated)
 }
+
+// TestCompactionKeyChangeRescans: when compactionKey changes, a queue is scanned again
+// under the new key, so a key extracted the old way never marks a message the new way.
+func TestCompactionKeyChangeRescans(t *testing.T) {
+	prop := ""
+	o := compactOptions(mmap.OSFS{}, t.TempDir(), newClock())
+	o.Compaction = func(topic string) (CompactionPolicy, bool) {
+		return CompactionPolicy{KeyProperty: prop}, topic == "Cmp"
+	}
+	s := openStore(t, o)
+	put := func(keys, id, body string) {
+		props, err := message.EncodeProperties(map[string]string{"id": id, message.PropertyKeys: keys})
+		require.NoError(t, err)
+		rec := message.Record{Topic: []byte("Cmp"), Body: []byte(body), Properties: props, BornHost: testHost}
+		_, err = s.PutMessage(&rec, false)
+		require.NoError(t, err)
+	}
+	put("order-7", "", "A") // keyed by KEYS: order-7
+	settle(t, s)
+	s.compactOnce()
+	prop = "id"
+	put("order-9", "order-7", "B") // keyed by id now: another entity whose id is order-7
+	settle(t, s)
+	s.compactOnce()
+	require.Equal(t, []string{"0:A", "1:B"}, bodies(t, s, "Cmp"), "A has no id: nothing supersedes it")
+}
+
+// TestCompactionDeleteTopicDropsMarksFirst: when the marks file cannot be written,
+// DeleteTopic fails before the queues go, so a topic created again under the name never
+// meets the old marks.
+func TestCompactionDeleteTopicDropsMarksFirst(t *testing.T) {
+	efs := mmap.NewErrorFS(mmap.OSFS{})
+	compacted := true
+	o := compactOptions(efs, t.TempDir(), newClock())
+	o.Compaction = func(topic string) (CompactionPolicy, bool) { return CompactionPolicy{}, topic == "Cmp" && compacted }
+	s := openStore(t, o)
+	for i := range 4 {
+		putKeyed(t, s, "Cmp", "k", fmt.Sprint(i))
+	}
+	settle(t, s)
+	require.Equal(t, int64(3), s.compactOnce())
+	remove := efs.Inject(mmap.Rule{Ops: mmap.OpRename, Path: mmap.PathIs(o.compactionPath())})
+	require.ErrorIs(t, s.DeleteTopic("Cmp"), mmap.ErrInjected)
+	remove()
+	require.Equal(t, []string{"3:3"}, bodies(t, s, "Cmp"), "the queue and its marks are still there")
+	require.NoError(t, s.DeleteTopic("Cmp"))
+	compacted = false // created again as an ordinary topic
+	for i := range 2 {
+		putKeyed(t, s, "Cmp", "", fmt.Sprintf("plain%d", i))
+	}
+	settle(t, s)
+	require.NoError(t, s.Shutdown(t.Context()))
+	s = openStore(t, o)
+	require.Equal(t, []string{"0:plain0", "1:plain1"}, bodies(t, s, "Cmp"))
+}

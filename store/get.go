@@ -498,10 +498,13 @@ func (s *Store) DeleteTopic(topic string) error {
 	s.topicGen.Add(1)
 	s.addTombstone(topic, s.cl.MaxOffset())
 	s.cl.RemoveTopic(topic)
-	if err := s.cqs.DeleteTopic(topic); err != nil {
+	// The marks go first: should the broker die between the two, or the queues' deletion
+	// fail, a topic created again under the name must not find old marks hiding its
+	// messages.
+	if err := s.resetCompaction(topic); err != nil {
 		return fmt.Errorf("store: delete topic %s: %w", topic, err)
 	}
-	if err := s.resetCompaction(topic); err != nil {
+	if err := s.cqs.DeleteTopic(topic); err != nil {
 		return fmt.Errorf("store: delete topic %s: %w", topic, err)
 	}
 	// Forget the topic's queues at once: a start that found them listed but gone would
