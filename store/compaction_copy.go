@@ -2,9 +2,13 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ferrymq/ferry/commitlog"
@@ -60,6 +64,94 @@ const CompactionCopyTopic = "rmq_sys_ferry_compaction_copy"
 type relocation struct {
 	m    map[int64]int64
 	next int64 // the copy queue's next offset followCopies reads (cleaner only)
+	// pins are the original offsets of copied records whose copies a Truncate cut off
+	// (their originals were gone already): their consume-queue units are kept (see
+	// firstLivePhy) until a copy arrives again — by replication from the new master —
+	// and the pin is dropped.
+	pins map[int64]bool
+}
+
+// The pins file (compaction_pins.json in the store's directory) keeps relocation.pins
+// across starts, replaced atomically whenever they change:
+//
+//	{"version":1,"pins":[<original commit-log offset>, ...]}
+//
+// A store without it has no pins. It is part of the store's on-disk format.
+const (
+	compactionPinsFileName    = "compaction_pins.json"
+	compactionPinsFileVersion = 1
+)
+
+// pinsFile is the JSON layout of the pins file.
+type pinsFile struct {
+	Version int     `json:"version"`
+	Pins    []int64 `json:"pins"`
+}
+
+// loadPins reads the pins file into s.comp.reloc.pins (Open, before loadRelocations's
+// followCopies). A file that does not decode is an error: dropping it could cut a
+// key's latest message from its queue.
+func (s *Store) loadPins() error {
+	s.comp.reloc.pins = map[int64]bool{}
+	data, err := s.opts.FS.ReadFile(s.opts.compactionPinsPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: read compaction pins: %w", err)
+	}
+	var f pinsFile
+	if err := json.Unmarshal(data, &f); err != nil || f.Version != compactionPinsFileVersion {
+		return fmt.Errorf("%w: %s: version %d, %v", ErrCompactionFile, s.opts.compactionPinsPath(), f.Version, err)
+	}
+	for _, p := range f.Pins {
+		s.comp.reloc.pins[p] = true
+	}
+	return nil
+}
+
+// writePins replaces the pins file with pins (removes it when there are none).
+func (s *Store) writePins(pins map[int64]bool) error {
+	if len(pins) == 0 {
+		if err := s.opts.FS.Remove(s.opts.compactionPinsPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: remove compaction pins: %w", err)
+		}
+		return nil
+	}
+	f := pinsFile{Version: compactionPinsFileVersion, Pins: slices.Sorted(maps.Keys(pins))}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("store: encode compaction pins: %w", err)
+	}
+	if err := s.opts.FS.WriteFileAtomic(s.opts.compactionPinsPath(), data); err != nil {
+		return fmt.Errorf("store: write compaction pins: %w", err)
+	}
+	return nil
+}
+
+// pinCutCopies pins (and writes durably) the originals whose copies are at or after
+// offset, where a Truncate is about to cut the log, and whose originals are gone.
+func (s *Store) pinCutCopies(offset int64) error {
+	minPhy := s.cl.MinOffset()
+	pins := maps.Clone(s.comp.reloc.pins)
+	if pins == nil {
+		pins = map[int64]bool{}
+	}
+	s.comp.relocMu.RLock()
+	for orig, at := range s.comp.reloc.m {
+		if at >= offset && orig < minPhy {
+			pins[orig] = true
+		}
+	}
+	s.comp.relocMu.RUnlock()
+	if len(pins) == len(s.comp.reloc.pins) {
+		return nil
+	}
+	if err := s.writePins(pins); err != nil {
+		return err
+	}
+	s.comp.reloc.pins = pins
+	return nil
 }
 
 // relocated returns where the record first written at phy is now, and whether it was
@@ -103,6 +195,9 @@ func copyBodyStart(total, bodyLen int) int {
 func (s *Store) loadRelocations() error {
 	s.comp.reloc.m = map[int64]int64{}
 	s.comp.reloc.next = 0
+	if err := s.loadPins(); err != nil {
+		return err
+	}
 	return s.followCopies()
 }
 
@@ -145,7 +240,23 @@ func (s *Store) followCopies() error {
 	}
 	s.comp.relocMu.RLock()
 	s.comp.copies.Store(int64(len(s.comp.reloc.m)))
+	var released []int64
+	for p := range s.comp.reloc.pins {
+		if _, ok := s.comp.reloc.m[p]; ok {
+			released = append(released, p)
+		}
+	}
 	s.comp.relocMu.RUnlock()
+	if len(released) > 0 { // copies came again: those units are covered by them now
+		pins := maps.Clone(s.comp.reloc.pins)
+		for _, p := range released {
+			delete(pins, p)
+		}
+		if err := s.writePins(pins); err != nil {
+			return err
+		}
+		s.comp.reloc.pins = pins
+	}
 	return nil
 }
 
@@ -328,7 +439,7 @@ func (s *Store) copyRecord(orig, at int64, size int32) error {
 // copy in the store it is minPhy at once.
 func (s *Store) firstLivePhy(q *consumequeue.Queue, minPhy int64) int64 {
 	s.comp.relocMu.RLock()
-	none := len(s.comp.reloc.m) == 0
+	none := len(s.comp.reloc.m) == 0 && len(s.comp.reloc.pins) == 0
 	s.comp.relocMu.RUnlock()
 	if none {
 		return minPhy
@@ -353,7 +464,7 @@ func (s *Store) firstLivePhy(q *consumequeue.Queue, minPhy int64) int64 {
 			if u.Hole() || mi < len(marked) && marked[mi] == o {
 				continue
 			}
-			if at, ok := s.relocated(u.Offset); ok && at >= minPhy {
+			if at, ok := s.relocated(u.Offset); ok && at >= minPhy || s.comp.reloc.pins[u.Offset] {
 				return u.Offset
 			}
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferrymq/ferry/consumequeue"
 	"github.com/ferrymq/ferry/internal/mmap"
 	"github.com/ferrymq/ferry/message"
 )
@@ -661,4 +663,51 @@ func TestCompactionDeleteTopicDropsMarksFirst(t *testing.T) {
 	require.NoError(t, s.Shutdown(t.Context()))
 	s = openStore(t, o)
 	require.Equal(t, []string{"0:plain0", "1:plain1"}, bodies(t, s, "Cmp"))
+}
+
+// TestCompactionTruncateKeepsCopiedUnits: a Truncate that cuts the copy of a key's
+// latest message (its original segment deleted already) keeps that message's unit in its
+// queue, pinned, until a copy arrives again (as it does by replication from the new
+// master); the message is then readable at its original offset, and the pin goes.
+func TestCompactionTruncateKeepsCopiedUnits(t *testing.T) {
+	clock := newClock()
+	o := copyOptions(mmap.OSFS{}, t.TempDir(), clock)
+	s := openStore(t, o)
+	putKeyed(t, s, "Cmp", "k", "latest")
+	fill(t, s, 200<<10)
+	settle(t, s)
+	clock.advance(2 * time.Minute)
+	fill(t, s, 1100)
+	settle(t, s)
+	cut := s.CommitLog().MaxOffset()
+	for s.cleanOnce() > 0 {
+	}
+	require.Equal(t, []string{"0:latest"}, bodies(t, s, "Cmp"), "served from its copy")
+	cq, err := s.cqs.Queue(CompactionCopyTopic, 0, false)
+	require.NoError(t, err)
+	require.NotNil(t, cq)
+	units := make([]consumequeue.Unit, 1)
+	n, err := cq.Read(cq.MaxOffset()-1, units)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	rec, v, err := s.cl.ReadRecord(units[0].Offset)
+	require.NoError(t, err)
+	copyBody := bytes.Clone(rec.Body) // the original record, as the new master would send it
+	v.Release()
+	require.NoError(t, s.Shutdown(t.Context()))
+
+	require.NoError(t, Truncate(o, cut))
+	s = openStore(t, o)
+	require.Equal(t, int64(0), s.MinOffset("Cmp", 0), "the unit of the key's latest message is kept")
+	require.Equal(t, int64(1), s.MaxOffset("Cmp", 0))
+	copyRec := message.Record{Topic: []byte(CompactionCopyTopic), Body: copyBody, BornHost: testHost}
+	_, err = s.PutMessage(&copyRec, false)
+	require.NoError(t, err)
+	settle(t, s)
+	require.NoError(t, s.followCopies())
+	require.Equal(t, []string{"0:latest"}, bodies(t, s, "Cmp"), "readable again from the new copy")
+	require.Empty(t, s.comp.reloc.pins, "the pin is released")
+	require.NoError(t, s.Shutdown(t.Context()))
+	s = openStore(t, o)
+	require.Equal(t, []string{"0:latest"}, bodies(t, s, "Cmp"), "and after a restart")
 }

@@ -252,6 +252,8 @@ func (o *Options) lockPath() string       { return filepath.Join(o.Dir, "lock") 
 func (o *Options) retentionPath() string  { return filepath.Join(o.Dir, retentionFileName) }
 func (o *Options) compactionPath() string { return filepath.Join(o.Dir, compactionFileName) }
 
+func (o *Options) compactionPinsPath() string { return filepath.Join(o.Dir, compactionPinsFileName) }
+
 func (o *Options) commitLogOptions() commitlog.Options {
 	c := commitlog.DefaultOptions()
 	c.Dir = o.commitLogDir()

@@ -24,8 +24,10 @@ import (
 // Truncate opens the store (taking its lock, recovering it as Open does, so a store that
 // crashed is first made consistent), then:
 //
-//  0. removes the compaction file (compaction.go): a mark's superseding message may be
-//     among the records cut, and the next start's rounds mark again;
+//  0. pins the compacted records whose copies are cut while their originals are gone
+//     (compaction_copy.go: their consume-queue units stay until copies arrive again by
+//     replication) and removes the compaction file (compaction.go): a mark's superseding
+//     message may be among the records cut, and the next start's rounds mark again;
 //  1. writes a checkpoint whose flushed and dispatched offsets are offset, so that a
 //     recovery after a crash in any later step scans the log from offset and re-derives
 //     consume queues and index from there, whatever the later steps left;
@@ -73,8 +75,12 @@ func (s *Store) truncate(offset int64) error {
 		return nil
 	}
 	s.log.Warn().Int64("offset", offset).Int64("end", maxOff).Msg("truncating the store: records at or after the offset are dropped")
-	// Step 0: compaction marks go (the cut may take the message that made one); the
-	// rounds of the next start mark again from what is left.
+	// Step 0: copies of compacted records cut off whose originals are gone are pinned, so
+	// their units stay until the new master's copies arrive; compaction marks go (the cut
+	// may take the message that made one); the rounds of the next start mark again.
+	if err := s.pinCutCopies(offset); err != nil {
+		return fmt.Errorf("store: truncate: %w", err)
+	}
 	if err := s.removeCompactionFile(); err != nil {
 		return fmt.Errorf("store: truncate: %w", err)
 	}
