@@ -101,8 +101,12 @@ func (s *Store) loadPins() error {
 		return fmt.Errorf("store: read compaction pins: %w", err)
 	}
 	var f pinsFile
-	if err := json.Unmarshal(data, &f); err != nil || f.Version != compactionPinsFileVersion {
-		return fmt.Errorf("%w: %s: version %d, %v", ErrCompactionFile, s.opts.compactionPinsPath(), f.Version, err)
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCompactionFile, s.opts.compactionPinsPath(), err)
+	}
+	if f.Version != compactionPinsFileVersion {
+		return fmt.Errorf("%w: %s: version %d, not %d", ErrCompactionFile, s.opts.compactionPinsPath(), f.Version,
+			compactionPinsFileVersion)
 	}
 	for _, p := range f.Pins {
 		s.comp.reloc.pins[p] = true

@@ -116,7 +116,9 @@ type Options struct {
 	// called from the cleaner goroutine and must not block.
 	Compaction func(topic string) (policy CompactionPolicy, ok bool)
 	// CompactionReadsPerRound bounds the commit-log records one compaction round reads
-	// (65,536): the round's I/O is at most this many record reads every CleanInterval.
+	// (65,536), and separately the records one cleanup's copy-forward reads and copies.
+	// Not bounded by it: reading the copies that arrive by replication (a slave), and the
+	// consume-queue scan that finds where a queue with copies must keep its units.
 	CompactionReadsPerRound int
 	// CompactionCopy lets the cleanup copy compacted topics' live records forward before
 	// it deletes their commit-log segment (true; see compaction_copy.go). A slave, whose
