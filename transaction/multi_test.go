@@ -494,19 +494,23 @@ func TestOffsetsAppliedOnCommitOnly(t *testing.T) {
 	requireItemsOnce(e, multiItems, "C", "K")
 }
 
+// prepareCond prepares a multi-message half message of group CG's offsets updates, each
+// conditional as from says (PropertyOffsets and PropertyOffsetsFrom values).
+func (e *env) prepareCond(uniq, updates, from string) PrepareResult {
+	e.t.Helper()
+	return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
+		PropertyOffsetsFrom, from)
+}
+
 // TestConditionalOffsets: a commit with FERRY_TRAN_OFFSETS_FROM commits only while the
 // group's offsets are those it names (-1: none); otherwise nothing of it is stored, the
 // offsets stay, and the transaction is rolled back for good.
 func TestConditionalOffsets(t *testing.T) {
 	offsets := newTestOffsets()
 	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
-	cond := func(uniq, updates, from string) PrepareResult {
-		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
-			PropertyOffsetsFrom, from)
-	}
-	a := cond("A", "0,10,In;1,5,In", "0,-1,In")        // queue 0 must have no offset
-	b := cond("B", "0,10,In", "0,-1,In")               // the same input, read by another instance
-	c := cond("C", "0,20,In;1,9,In", "0,10,In;1,5,In") // the next input, after A
+	a := e.prepareCond("A", "0,10,In;1,5,In", "0,-1,In")        // queue 0 must have no offset
+	b := e.prepareCond("B", "0,10,In", "0,-1,In")               // the same input, read by another instance
+	c := e.prepareCond("C", "0,20,In;1,9,In", "0,10,In;1,5,In") // the next input, after A
 	assert.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
 	assert.Equal(t, EndOffsetConflict, e.end(b, "B", message.TransactionCommitType))
 	assert.Equal(t, EndAlreadyRolledBack, e.end(b, "B", message.TransactionCommitType), "a conflict is final")
@@ -517,8 +521,8 @@ func TestConditionalOffsets(t *testing.T) {
 
 	// An interrupted commit (its offsets not written) still counts: its offsets are
 	// claimed until the verify action applies them.
-	d := cond("D", "0,30,In", "0,20,In")
-	late := cond("L", "0,30,In", "0,20,In")
+	d := e.prepareCond("D", "0,30,In", "0,20,In")
+	late := e.prepareCond("L", "0,30,In", "0,20,In")
 	offsets.failOnce()
 	_, err := e.svc.End(EndRequest{ProducerGroup: testGroup, TranStateTableOffset: d.Append.QueueOffset,
 		CommitLogOffset: d.Append.PhysicalOffset, CommitOrRollback: message.TransactionCommitType})
@@ -529,7 +533,7 @@ func TestConditionalOffsets(t *testing.T) {
 		e.round()
 	}
 	assert.Equal(t, int64(30), offsets.snapshot()[testOffsetKey{"CG", "In", 0}], "the verify action applied it")
-	e2 := cond("E", "0,40,In", "0,30,In")
+	e2 := e.prepareCond("E", "0,40,In", "0,30,In")
 	assert.Equal(t, EndCommitted, e.end(e2, "E", message.TransactionCommitType), "the claim is released")
 	requireItemsOnce(e, multiItems, "A", "C", "D", "E")
 }
@@ -540,14 +544,10 @@ func TestConditionalOffsets(t *testing.T) {
 func TestConditionalOffsetsAfterRestart(t *testing.T) {
 	offsets := newTestOffsets()
 	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
-	cond := func(uniq, updates, from string) PrepareResult {
-		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
-			PropertyOffsetsFrom, from)
-	}
-	a := cond("A", "0,10,In", "0,-1,In")
+	a := e.prepareCond("A", "0,10,In", "0,-1,In")
 	require.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
-	d := cond("D", "0,20,In", "0,10,In")
-	l := cond("L", "0,20,In", "0,10,In")
+	d := e.prepareCond("D", "0,20,In", "0,10,In")
+	l := e.prepareCond("L", "0,20,In", "0,10,In")
 	offsets.setAlive(func() bool { return false }) // the offset file cannot be written
 	_, err := e.svc.End(EndRequest{ProducerGroup: testGroup, TranStateTableOffset: d.Append.QueueOffset,
 		CommitLogOffset: d.Append.PhysicalOffset, CommitOrRollback: message.TransactionCommitType})
@@ -570,13 +570,9 @@ func TestConditionalOffsetsAfterRestart(t *testing.T) {
 func TestReplayReappliesOffsets(t *testing.T) {
 	offsets := newTestOffsets()
 	e := newEnv(t, func(o *Options) { o.Offsets = offsets })
-	cond := func(uniq, updates, from string) PrepareResult {
-		return e.prepareMulti(uniq, multiItems, PropertyOffsetGroup, "CG", PropertyOffsets, updates,
-			PropertyOffsetsFrom, from)
-	}
-	a := cond("A", "0,10,In;1,5,In", "0,-1,In")
+	a := e.prepareCond("A", "0,10,In;1,5,In", "0,-1,In")
 	require.Equal(t, EndCommitted, e.end(a, "A", message.TransactionCommitType))
-	b := cond("B", "0,20,In", "0,10,In")
+	b := e.prepareCond("B", "0,20,In", "0,10,In")
 	require.Equal(t, EndCommitted, e.end(b, "B", message.TransactionCommitType))
 	e.round()
 
@@ -594,7 +590,7 @@ func TestReplayReappliesOffsets(t *testing.T) {
 	e.svc = testService(t, e.st, e.fs, e.clock, e.checker, func(o *Options) { o.Offsets = copied })
 	assert.Equal(t, map[testOffsetKey]int64{{"CG", "In", 0}: 20, {"CG", "In", 1}: 7}, copied.snapshot(),
 		"B's offset applied again; nothing moved back")
-	l := cond("L", "0,20,In", "0,10,In")
+	l := e.prepareCond("L", "0,20,In", "0,10,In")
 	assert.Equal(t, EndOffsetConflict, e.end(l, "L", message.TransactionCommitType))
 }
 
