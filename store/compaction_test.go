@@ -448,6 +448,17 @@ func fill(t testing.TB, s *Store, n int) {
 	}
 }
 
+// pastFirstSegment fills more than a segment, makes all of it old enough to go and
+// writes a little more, so that the first segment is neither active nor young.
+func pastFirstSegment(t testing.TB, s *Store, clock *testClock) {
+	t.Helper()
+	fill(t, s, 200<<10)
+	settle(t, s)
+	clock.advance(2 * time.Minute)
+	fill(t, s, 1100)
+	settle(t, s)
+}
+
 // expireAll makes every segment but the active one old enough to go and runs cleanup
 // rounds until one deletes nothing; it returns how many segments went.
 func expireAll(t testing.TB, s *Store, clock *testClock) int {
@@ -538,11 +549,7 @@ func TestCompactionCopyBudgetDelaysCleanup(t *testing.T) {
 	for k := range 5 {
 		putKeyed(t, s, "Cmp", fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", k))
 	}
-	fill(t, s, 200<<10)
-	settle(t, s)
-	clock.advance(2 * time.Minute)
-	fill(t, s, 1100)
-	settle(t, s)
+	pastFirstSegment(t, s, clock)
 	require.Zero(t, s.cleanOnce(), "two of five copied: the first segment stays")
 	require.Zero(t, s.CommitLog().MinOffset())
 	require.Zero(t, s.cleanOnce(), "four of five")
@@ -674,11 +681,7 @@ func TestCompactionTruncateKeepsCopiedUnits(t *testing.T) {
 	o := copyOptions(mmap.OSFS{}, t.TempDir(), clock)
 	s := openStore(t, o)
 	putKeyed(t, s, "Cmp", "k", "latest")
-	fill(t, s, 200<<10)
-	settle(t, s)
-	clock.advance(2 * time.Minute)
-	fill(t, s, 1100)
-	settle(t, s)
+	pastFirstSegment(t, s, clock)
 	cut := s.CommitLog().MaxOffset()
 	for s.cleanOnce() > 0 {
 	}
